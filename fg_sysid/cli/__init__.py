@@ -1,0 +1,14 @@
+"""The ``fg-sysid`` command line. Each command lives in its own module of this package.
+
+Every command reports bad input as one line on stderr and exits with code 2 (`fail`), and writes
+its outputs to a temporary location first, moving them into place only when complete.
+"""
+
+from __future__ import annotations
+
+import click
+
+from .common import main  # noqa: F401  (the click group)
+
+# Registering a command = importing its module (each module decorates a function with @main.command).
+from . import robots as _robots  # noqa: E402,F401

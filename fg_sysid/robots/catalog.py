@@ -1,0 +1,74 @@
+"""Catalog of named robots: where their URDF lives and which joints are locked by default.
+
+The URDFs come from the ``example-robot-data`` wheel, which ships the robot files but no Python
+module (see ../shared/notes/measured-facts.md); they live under
+``<site-packages>/cmeel.prefix/share/example-robot-data/robots/``.
+"""
+
+from __future__ import annotations
+
+import site
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class CatalogEntry:
+    """A named robot: URDF path relative to example-robot-data's ``robots`` folder."""
+
+    urdf: str
+    description: str
+    locked_joints: tuple[str, ...] = ()
+    floating_base: bool = False
+    extra: dict = field(default_factory=dict)
+
+
+CATALOG: dict[str, CatalogEntry] = {
+    "double_pendulum": CatalogEntry(
+        "double_pendulum_description/urdf/double_pendulum.urdf", "planar 2-DoF pendulum"
+    ),
+    "z1": CatalogEntry(
+        "z1_description/urdf/z1.urdf",
+        "Unitree Z1 6-DoF arm (gripper joint locked at 0)",
+        locked_joints=("jointGripper",),
+    ),
+    "z1_gripper": CatalogEntry("z1_description/urdf/z1.urdf", "Unitree Z1 arm with its gripper joint"),
+    "panda": CatalogEntry(
+        "panda_description/urdf/panda.urdf",
+        "Franka Panda 7-DoF arm (finger joints locked at 0)",
+        locked_joints=("panda_finger_joint1", "panda_finger_joint2"),
+    ),
+    "ur10": CatalogEntry("ur_description/urdf/ur10_robot.urdf", "Universal Robots UR10"),
+    "ur5": CatalogEntry("ur_description/urdf/ur5_robot.urdf", "Universal Robots UR5"),
+    "so101": CatalogEntry("so_arm_description/urdf/so101.urdf", "SO-101 hobby arm"),
+    "tiago": CatalogEntry("tiago_description/robots/tiago.urdf", "PAL TIAGo (mobile base fixed)"),
+}
+
+
+def example_robot_data_root() -> Path:
+    """Folder holding example-robot-data's robots (``.../share/example-robot-data/robots``)."""
+    candidates = list(site.getsitepackages()) + [site.getusersitepackages()] + list(sys.path)
+    for base in candidates:
+        p = Path(base) / "cmeel.prefix" / "share" / "example-robot-data" / "robots"
+        if p.is_dir():
+            return p
+    raise FileNotFoundError(
+        "example-robot-data's robot files were not found under any site-packages "
+        "(expected cmeel.prefix/share/example-robot-data/robots); install the 'example-robot-data' wheel"
+    )
+
+
+def catalog_names() -> list[str]:
+    return sorted(CATALOG)
+
+
+def resolve_catalog(name: str) -> tuple[Path, CatalogEntry]:
+    """Return (URDF path, entry) for a catalog robot, or raise KeyError naming the known robots."""
+    if name not in CATALOG:
+        raise KeyError(f"unknown robot {name!r}; catalog robots: {', '.join(catalog_names())}")
+    entry = CATALOG[name]
+    path = example_robot_data_root() / entry.urdf
+    if not path.is_file():
+        raise FileNotFoundError(f"robot {name!r}: URDF {path} is missing from example-robot-data")
+    return path, entry

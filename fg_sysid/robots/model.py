@@ -1,0 +1,245 @@
+"""`RobotModel`: an immutable description of a robot over a private Pinocchio model.
+
+Conventions are Pinocchio's: configuration ``q`` (size ``nq``), velocity ``v`` and acceleration ``a``
+(size ``nv``), joint frames, dynamic parameters per body in the order
+``(m, mc_x, mc_y, mc_z, I_xx, I_xy, I_yy, I_xz, I_yz, I_zz)`` with the rotational inertia expressed
+about the body (joint) frame origin. Units are SI.
+
+A ``RobotModel`` owns its Pinocchio model and never writes into it; code that needs other inertial
+parameters asks for a copy (`pinocchio_model_with`).
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pinocchio as pin
+
+from .catalog import resolve_catalog
+
+#: Suffixes of the 10 inertial parameters of a body, in Pinocchio's dynamic-parameter order.
+INERTIAL_SUFFIXES = ("m", "mcx", "mcy", "mcz", "ixx", "ixy", "iyy", "ixz", "iyz", "izz")
+
+
+class RobotError(ValueError):
+    """A robot description could not be built or does not match the data (message names the culprit)."""
+
+
+@dataclass(frozen=True, eq=False)
+class RobotModel:
+    """Immutable robot description.
+
+    Attributes:
+        name: catalog name or URDF stem.
+        model: the Pinocchio model (read-only by contract; use `pinocchio_model_with` for a modified copy).
+        urdf_path: source URDF file.
+        floating_base: True when the root joint is a free flyer.
+        joint_names: names of the movable joints in velocity order (one per 1-DoF joint).
+        body_names: per inertia-carrying body (Pinocchio joints 1..njoints-1), the URDF link that carries it.
+        locked_joints: joints removed from the model, with the value (rad or m) they were locked at.
+        urdf_friction, urdf_damping: Coulomb (N·m) and viscous (N·m·s/rad) values read from the URDF.
+    """
+
+    name: str
+    model: pin.Model
+    urdf_path: Path | None
+    floating_base: bool
+    joint_names: tuple[str, ...]
+    body_names: tuple[str, ...]
+    locked_joints: dict = field(default_factory=dict)
+    urdf_friction: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    urdf_damping: np.ndarray = field(default_factory=lambda: np.zeros(0))
+
+    # ------------------------------------------------------------------ construction
+    @classmethod
+    def from_name(cls, name_or_path: str | Path, **kwargs) -> RobotModel:
+        """A catalog name (``z1``, ``panda``, ...) or a path to a URDF file."""
+        p = Path(str(name_or_path))
+        if p.suffix.lower() == ".urdf" or p.is_file():
+            if not p.is_file():
+                raise RobotError(f"URDF file not found: {p}")
+            return cls.from_urdf(p, **kwargs)
+        try:
+            return cls.from_catalog(str(name_or_path), **kwargs)
+        except KeyError as e:
+            raise RobotError(str(e.args[0])) from None
+
+    @classmethod
+    def from_catalog(cls, name: str, locked_joints: dict | None = None, **kwargs) -> RobotModel:
+        path, entry = resolve_catalog(name)
+        locks = {j: None for j in entry.locked_joints}
+        locks.update(locked_joints or {})
+        return cls.from_urdf(
+            path, name=name, floating_base=kwargs.pop("floating_base", entry.floating_base),
+            locked_joints=locks, **kwargs,
+        )
+
+    @classmethod
+    def from_urdf(
+        cls,
+        path: str | Path,
+        name: str | None = None,
+        floating_base: bool = False,
+        locked_joints: dict | None = None,
+    ) -> RobotModel:
+        """Build from a URDF. ``locked_joints`` maps joint name -> value (None = neutral)."""
+        path = Path(path)
+        try:
+            if floating_base:
+                full = pin.buildModelFromUrdf(str(path), pin.JointModelFreeFlyer())
+            else:
+                full = pin.buildModelFromUrdf(str(path))
+        except Exception as e:  # pinocchio raises plain RuntimeError/ValueError
+            raise RobotError(f"cannot parse URDF {path}: {e}") from None
+        robot = cls._from_pinocchio(full, name or path.stem, path, floating_base, {})
+        if locked_joints:
+            robot = robot.lock(locked_joints)
+        return robot
+
+    @classmethod
+    def _from_pinocchio(cls, model, name, path, floating_base, locked) -> RobotModel:
+        joint_names = []
+        for j in range(1, model.njoints):
+            jm = model.joints[j]
+            if floating_base and j == 1:
+                continue
+            if jm.nv != 1:
+                raise RobotError(
+                    f"joint {model.names[j]!r} has {jm.nv} DoF; only 1-DoF joints (revolute, prismatic, "
+                    "continuous) are supported below the root"
+                )
+            joint_names.append(model.names[j])
+        body_names = []
+        for j in range(1, model.njoints):
+            frames = [f.name for f in model.frames if f.type == pin.FrameType.BODY and f.parentJoint == j]
+            body_names.append(frames[0] if frames else model.names[j])
+        idx = [model.joints[model.getJointId(n)].idx_v for n in joint_names]
+        return cls(
+            name=name,
+            model=model,
+            urdf_path=path,
+            floating_base=floating_base,
+            joint_names=tuple(joint_names),
+            body_names=tuple(body_names),
+            locked_joints=dict(locked),
+            urdf_friction=np.array(model.friction)[idx].copy(),
+            urdf_damping=np.array(model.damping)[idx].copy(),
+        )
+
+    def lock(self, joints: dict | list | tuple) -> RobotModel:
+        """Return a reduced model with ``joints`` fixed (dict name -> value or None for neutral)."""
+        if not isinstance(joints, dict):
+            joints = {j: None for j in joints}
+        unknown = [j for j in joints if not self.model.existJointName(j)]
+        if unknown:
+            raise RobotError(
+                f"cannot lock unknown joint(s) {unknown} of robot {self.name!r}; joints: {list(self.joint_names)}"
+            )
+        q_ref = pin.neutral(self.model)
+        ids = []
+        values = {}
+        for jn, val in joints.items():
+            jid = self.model.getJointId(jn)
+            jm = self.model.joints[jid]
+            if val is not None:
+                if jm.nq != 1:
+                    raise RobotError(f"locking joint {jn!r} at a value needs a 1-DoF joint")
+                q_ref[jm.idx_q] = float(val)
+            values[jn] = float(q_ref[jm.idx_q]) if jm.nq == 1 else None
+            ids.append(jid)
+        reduced = pin.buildReducedModel(self.model, ids, q_ref)
+        locked = dict(self.locked_joints)
+        locked.update(values)
+        return RobotModel._from_pinocchio(reduced, self.name, self.urdf_path, self.floating_base, locked)
+
+    # ------------------------------------------------------------------ sizes and layout
+    @property
+    def nq(self) -> int:
+        return self.model.nq
+
+    @property
+    def nv(self) -> int:
+        return self.model.nv
+
+    @property
+    def n_joints(self) -> int:
+        """Number of 1-DoF movable joints (excludes a free-flyer root)."""
+        return len(self.joint_names)
+
+    @property
+    def n_bodies(self) -> int:
+        """Number of inertia-carrying bodies (Pinocchio joints 1..njoints-1)."""
+        return self.model.njoints - 1
+
+    def inertial_parameter_names(self) -> list[str]:
+        return [f"{b}.{s}" for b in self.body_names for s in INERTIAL_SUFFIXES]
+
+    def nominal_inertial_parameters(self) -> np.ndarray:
+        """URDF inertial parameters, shape (n_bodies, 10), Pinocchio dynamic-parameter order."""
+        return np.array([self.model.inertias[j].toDynamicParameters() for j in range(1, self.model.njoints)])
+
+    def pinocchio_model_with(self, inertial: np.ndarray) -> pin.Model:
+        """A copy of the Pinocchio model whose body inertias are ``inertial`` (n_bodies, 10)."""
+        m = self.model.copy()
+        self.write_inertias(m, inertial)
+        return m
+
+    def write_inertias(self, model: pin.Model, inertial: np.ndarray) -> None:
+        """Write (n_bodies, 10) dynamic parameters into ``model`` (a model the caller owns)."""
+        inertial = np.asarray(inertial, dtype=float).reshape(self.n_bodies, 10)
+        for j in range(1, model.njoints):
+            model.inertias[j] = pin.Inertia.FromDynamicParameters(inertial[j - 1])
+
+    # ------------------------------------------------------------------ joints
+    def joint_index_v(self) -> np.ndarray:
+        """Velocity index of each named joint (excludes the free-flyer's 6 entries)."""
+        return np.array([self.model.joints[self.model.getJointId(n)].idx_v for n in self.joint_names], int)
+
+    def joint_index_q(self) -> np.ndarray:
+        return np.array([self.model.joints[self.model.getJointId(n)].idx_q for n in self.joint_names], int)
+
+    def position_limits(self) -> tuple[np.ndarray, np.ndarray]:
+        """Lower/upper limits of the named joints; URDFs without limits get [-pi, pi]."""
+        iq = self.joint_index_q()
+        lo = np.array(self.model.lowerPositionLimit)[iq].copy()
+        hi = np.array(self.model.upperPositionLimit)[iq].copy()
+        bad = ~np.isfinite(lo) | ~np.isfinite(hi) | (hi - lo <= 1e-9) | (np.abs(hi - lo) > 1e6)
+        lo[bad], hi[bad] = -np.pi, np.pi
+        return lo, hi
+
+    def velocity_limits(self) -> np.ndarray:
+        vl = np.array(self.model.velocityLimit)[self.joint_index_v()].copy()
+        vl[~np.isfinite(vl) | (vl <= 0) | (vl > 1e6)] = 3.0
+        return vl
+
+    def effort_limits(self) -> np.ndarray:
+        el = np.array(self.model.effortLimit)[self.joint_index_v()].copy()
+        el[~np.isfinite(el) | (el <= 0) | (el > 1e6)] = np.inf
+        return el
+
+    def neutral(self) -> np.ndarray:
+        return pin.neutral(self.model)
+
+    def describe(self) -> str:
+        lines = [f"robot {self.name}: nq={self.nq} nv={self.nv}, {self.n_bodies} bodies, "
+                 f"{'floating' if self.floating_base else 'fixed'} base"]
+        lines.append("  joints: " + ", ".join(self.joint_names))
+        if self.locked_joints:
+            lines.append("  locked: " + ", ".join(f"{k}={v}" for k, v in self.locked_joints.items()))
+        return "\n".join(lines)
+
+    def warn_locked(self, reason: str) -> None:
+        if self.locked_joints:
+            warnings.warn(
+                f"robot {self.name}: joints locked ({reason}): "
+                + ", ".join(f"{k} at {v}" for k, v in self.locked_joints.items()),
+                stacklevel=2,
+            )
+
+
+def load_robot(name_or_path, **kwargs) -> RobotModel:
+    """Shorthand for `RobotModel.from_name`."""
+    return RobotModel.from_name(name_or_path, **kwargs)
