@@ -1,0 +1,327 @@
+"""Reading and writing robot logs (CSV or Parquet) in fg-sysid's schema.
+
+Schema (see ``docs/data-format.md``): a column ``t`` [s] (strictly increasing), and per robot joint
+``q.<joint>`` [rad | m] (required), ``v.<joint>`` [rad/s | m/s] (optional, all joints or none) and
+``tau.<joint>`` [N·m | N] (optional; absent or all-NaN = not measured). Other columns are kept in
+``Log.extra``. Every validation failure raises `LogError` with one message naming the file, the
+column and, where it applies, the row (0-based data row; for CSV also the file line).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..robots import RobotModel, load_robot
+from .log import Log
+
+#: Plausibility bounds: anything larger is taken as a unit or parsing error.
+MAX_ABS_Q = 100.0  # rad | m
+MAX_ABS_V = 1000.0  # rad/s | m/s
+MAX_ABS_TAU = 1e5  # N·m | N
+
+#: Logged position of a locked joint further than this from its lock value triggers a warning.
+LOCK_TOLERANCE = 0.05
+
+_KINDS = ("q", "v", "tau")
+SUPPORTED_SUFFIXES = (".csv", ".parquet", ".pq")
+
+
+class LogError(ValueError):
+    """A log file is unreadable or violates the schema (the message names file, column and row)."""
+
+
+# ---------------------------------------------------------------------------------------------- reading
+def _read_table(path: Path) -> pd.DataFrame:
+    if not path.is_file():
+        raise LogError(f"{path}: log file not found")
+    suffix = path.suffix.lower()
+    try:
+        if suffix == ".csv":
+            df = pd.read_csv(path)
+        elif suffix in (".parquet", ".pq"):
+            df = pd.read_parquet(path)
+        else:
+            raise LogError(f"{path}: unsupported log format {suffix!r}; use one of {SUPPORTED_SUFFIXES}")
+    except LogError:
+        raise
+    except Exception as e:  # pandas/pyarrow raise many types
+        raise LogError(f"{path}: cannot read log: {type(e).__name__}: {e}") from None
+    df.columns = [str(c).strip() for c in df.columns]
+    dup = df.columns[df.columns.duplicated()].tolist()
+    if dup:
+        raise LogError(f"{path}: duplicate column(s) {dup}")
+    return df
+
+
+def _row_ref(path: Path, row: int) -> str:
+    if path.suffix.lower() == ".csv":
+        return f"row {row} (CSV line {row + 2})"
+    return f"row {row}"
+
+
+def _split_column(col: str) -> tuple[str, str] | None:
+    """``"q.joint1"`` -> ("q", "joint1"); None for columns outside the joint schema."""
+    kind, sep, joint = col.partition(".")
+    if sep and kind in _KINDS and joint:
+        return kind, joint
+    return None
+
+
+def log_joint_names(columns) -> list[str]:
+    """Joints named by a table's ``q.``/``v.``/``tau.`` columns, in order of first appearance."""
+    seen: dict[str, None] = {}
+    for c in columns:
+        s = _split_column(str(c).strip())
+        if s is not None:
+            seen.setdefault(s[1], None)
+    return list(seen)
+
+
+def _numeric(df: pd.DataFrame, col: str, path: Path) -> np.ndarray:
+    s = df[col]
+    if s.dtype == object or not np.issubdtype(s.dtype, np.number):
+        conv = pd.to_numeric(s, errors="coerce")
+        bad = np.flatnonzero(conv.isna().to_numpy() & s.notna().to_numpy())
+        if bad.size:
+            r = int(bad[0])
+            raise LogError(f"{path}: column {col!r}, {_row_ref(path, r)}: not a number: {s.iloc[r]!r}")
+        s = conv
+    return s.to_numpy(dtype=float, na_value=np.nan)
+
+
+def _check_finite(x: np.ndarray, col: str, path: Path) -> None:
+    bad = np.flatnonzero(~np.isfinite(x))
+    if bad.size:
+        r = int(bad[0])
+        raise LogError(
+            f"{path}: column {col!r}, {_row_ref(path, r)}: value {x[r]} is not finite "
+            f"({bad.size} bad row(s) in this column)"
+        )
+
+
+def _check_bound(x: np.ndarray, col: str, path: Path, bound: float, unit: str) -> None:
+    bad = np.flatnonzero(np.abs(x) > bound)
+    if bad.size:
+        r = int(bad[0])
+        raise LogError(
+            f"{path}: column {col!r}, {_row_ref(path, r)}: implausible value {x[r]:g} "
+            f"(|value| > {bound:g} {unit}; wrong units?)"
+        )
+
+
+def read_log(path: str | os.PathLike, robot: RobotModel, locked_values: dict | None = None) -> Log:
+    """Read and validate a log for ``robot`` (CSV or Parquet, chosen by the file suffix).
+
+    Columns are mapped to ``robot.joint_names`` order. Rules (each violation raises `LogError`):
+
+    * ``t`` present, finite, strictly increasing; at least 2 rows;
+    * ``q.<joint>`` present for every robot joint; ``q``/``v``/``tau`` columns of joints the robot
+      does not have are errors, except joints the robot has *locked* (those columns go to ``extra``);
+    * ``v.<joint>`` for all joints or for none (none -> ``Log.v is None``); q and v finite;
+    * ``tau.<joint>`` absent or all-NaN -> not measured (NaN column, one warning naming the joints);
+      a tau column with *some* NaN rows, or any inf, is an error naming the first bad row;
+    * |q| <= 100, |v| <= 1000, |tau| <= 1e5 (else: implausible value, probably wrong units).
+
+    ``locked_values`` (joint -> value) overrides the lock values of ``robot.locked_joints`` used to
+    check logged columns of locked joints (a warning if they stray more than 0.05 from the lock).
+    """
+    path = Path(path)
+    df = _read_table(path)
+    if "t" not in df.columns:
+        raise LogError(f"{path}: missing time column 't' (columns: {list(df.columns)[:12]})")
+    if len(df) < 2:
+        raise LogError(f"{path}: log has {len(df)} row(s); at least 2 are needed")
+
+    robot_joints = list(robot.joint_names)
+    locked = dict(robot.locked_joints)
+    locked.update(locked_values or {})
+    log_joints = log_joint_names(df.columns)
+    unknown = [j for j in log_joints if j not in robot_joints and j not in locked]
+    if unknown:
+        col = next(c for c in df.columns if (s := _split_column(c)) is not None and s[1] == unknown[0])
+        raise LogError(
+            f"{path}: column {col!r} names unknown joint {unknown[0]!r} (all unknown: {unknown}); "
+            f"robot {robot.name!r} joints: {robot_joints}"
+            + (f"; locked: {list(locked)}" if locked else "")
+        )
+    missing_q = [j for j in robot_joints if f"q.{j}" not in df.columns]
+    if missing_q:
+        raise LogError(
+            f"{path}: missing position column 'q.{missing_q[0]}' for robot joint {missing_q[0]!r} "
+            f"(all missing: {missing_q}); the log's joints: {log_joints}"
+        )
+
+    t = _numeric(df, "t", path)
+    _check_finite(t, "t", path)
+    dt = np.diff(t)
+    bad = np.flatnonzero(dt <= 0)
+    if bad.size:
+        r = int(bad[0]) + 1
+        what = "duplicate" if dt[r - 1] == 0 else "decreasing"
+        raise LogError(
+            f"{path}: column 't', {_row_ref(path, r)}: {what} time {t[r]!r} after {t[r - 1]!r} "
+            "(time must be strictly increasing)"
+        )
+
+    n, N = len(robot_joints), len(t)
+    q = np.empty((N, n))
+    for i, j in enumerate(robot_joints):
+        col = f"q.{j}"
+        q[:, i] = _numeric(df, col, path)
+        _check_finite(q[:, i], col, path)
+        _check_bound(q[:, i], col, path, MAX_ABS_Q, "rad|m")
+
+    v_present = [j for j in robot_joints if f"v.{j}" in df.columns]
+    v = None
+    if v_present:
+        missing_v = [j for j in robot_joints if j not in v_present]
+        if missing_v:
+            raise LogError(
+                f"{path}: velocity column 'v.{missing_v[0]}' missing (all missing: {missing_v}); "
+                "give v for every joint or for none"
+            )
+        v = np.empty((N, n))
+        for i, j in enumerate(robot_joints):
+            col = f"v.{j}"
+            v[:, i] = _numeric(df, col, path)
+            _check_finite(v[:, i], col, path)
+            _check_bound(v[:, i], col, path, MAX_ABS_V, "rad/s|m/s")
+
+    tau = np.full((N, n), np.nan)
+    not_measured = []
+    for i, j in enumerate(robot_joints):
+        col = f"tau.{j}"
+        if col not in df.columns:
+            not_measured.append(j)
+            continue
+        x = _numeric(df, col, path)
+        nan = np.isnan(x)
+        if nan.all():
+            not_measured.append(j)
+            continue
+        if nan.any():
+            r = int(np.flatnonzero(nan)[0])
+            raise LogError(
+                f"{path}: column {col!r}, {_row_ref(path, r)}: missing effort value "
+                f"({int(nan.sum())} of {N} rows are NaN; a column must be fully measured or all NaN)"
+            )
+        _check_finite(x, col, path)
+        _check_bound(x, col, path, MAX_ABS_TAU, "N·m|N")
+        tau[:, i] = x
+    if not_measured:
+        warnings.warn(f"{path}: effort not measured (column absent or all NaN) for joint(s): "
+                      + ", ".join(not_measured), stacklevel=2)
+
+    used = {"t"} | {f"{k}.{j}" for k in _KINDS for j in robot_joints}
+    extra = {}
+    for c in df.columns:
+        if c in used:
+            continue
+        try:
+            extra[c] = _numeric(df, c, path)
+        except LogError:
+            extra[c] = df[c].to_numpy()
+    for j, val in locked.items():
+        col = f"q.{j}"
+        if col in extra and val is not None:
+            x = np.asarray(extra[col], dtype=float)
+            dev = np.nanmax(np.abs(x - val)) if np.isfinite(x).any() else 0.0
+            if dev > LOCK_TOLERANCE:
+                warnings.warn(f"{path}: joint {j!r} is locked at {val:g} in the model but its logged "
+                              f"position departs from it by up to {dev:.3g}", stacklevel=2)
+
+    return Log(t=t, q=q, v=v, tau=tau, joint_names=tuple(robot_joints), source=str(path), extra=extra)
+
+
+# ---------------------------------------------------------------------------------------------- writing
+def log_to_frame(log: Log) -> pd.DataFrame:
+    """The log as a table in the on-disk schema (t, q.*, v.*, tau.*, then 1-D extra columns)."""
+    cols: dict[str, np.ndarray] = {"t": np.asarray(log.t, float)}
+    for kind, arr in (("q", log.q), ("v", log.v), ("tau", log.tau)):
+        if arr is None:
+            continue
+        for i, j in enumerate(log.joint_names):
+            cols[f"{kind}.{j}"] = np.asarray(arr[:, i], float)
+    for k, x in log.extra.items():
+        x = np.asarray(x)
+        if k not in cols and x.ndim == 1 and x.shape[0] == log.n_samples:
+            cols[k] = x
+    return pd.DataFrame(cols)
+
+
+def write_frame(df: pd.DataFrame, path: str | os.PathLike) -> Path:
+    """Write a table to ``path`` (.csv or .parquet) atomically (temporary file, then os.replace)."""
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if suffix not in SUPPORTED_SUFFIXES:
+        raise LogError(f"{path}: unsupported log format {suffix!r}; use one of {SUPPORTED_SUFFIXES}")
+    parent = path.parent if str(path.parent) else Path(".")
+    parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.tmp-", suffix=suffix, dir=parent)
+    os.close(fd)
+    try:
+        if suffix == ".csv":
+            df.to_csv(tmp, index=False)
+        else:
+            df.to_parquet(tmp, index=False)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return path
+
+
+def write_log(log: Log, path: str | os.PathLike) -> Path:
+    """Write ``log`` as CSV or Parquet (by suffix), atomically. Floats round-trip exactly."""
+    return write_frame(log_to_frame(log), path)
+
+
+# ---------------------------------------------------------------------------------------------- helpers
+def load_log_for_robot(
+    path: str | os.PathLike, robot_name_or_urdf: str | os.PathLike | RobotModel
+) -> tuple[RobotModel, Log]:
+    """Load a robot and a log together: robot joints absent from the log are locked at neutral.
+
+    ``robot_name_or_urdf`` is a catalog name, a URDF path or a `RobotModel`. Joints of the robot with
+    no ``q.<joint>`` column are locked (``robot.lock({joint: None})``) with one warning naming them;
+    log joints the robot does not have are an error (`LogError`). Returns the consistent
+    ``(robot, log)`` pair (``log.joint_names == robot.joint_names``).
+    """
+    path = Path(path)
+    if isinstance(robot_name_or_urdf, RobotModel):
+        robot = robot_name_or_urdf
+    else:
+        robot = load_robot(robot_name_or_urdf)
+    if not path.is_file():
+        raise LogError(f"{path}: log file not found")
+    suffix = path.suffix.lower()
+    if suffix == ".csv":
+        try:
+            columns = list(pd.read_csv(path, nrows=0).columns)
+        except Exception as e:
+            raise LogError(f"{path}: cannot read log: {type(e).__name__}: {e}") from None
+    else:
+        columns = list(_read_table(path).columns)
+    columns = [str(c).strip() for c in columns]
+    logged = {j for j in log_joint_names(columns) if f"q.{j}" in columns}
+    absent = [j for j in robot.joint_names if j not in logged]
+    if absent and len(absent) == len(robot.joint_names):
+        raise LogError(
+            f"{path}: no position column matches a joint of robot {robot.name!r}; the log's joints: "
+            f"{log_joint_names(columns)}; robot joints: {list(robot.joint_names)}"
+        )
+    if absent:
+        robot = robot.lock({j: None for j in absent})
+        warnings.warn(
+            f"{path}: {len(absent)} joint(s) of robot {robot.name!r} absent from the log are locked at "
+            "neutral: " + ", ".join(absent),
+            stacklevel=2,
+        )
+    return robot, read_log(path, robot)
