@@ -85,7 +85,7 @@ def log_joint_names(columns) -> list[str]:
 
 def _numeric(df: pd.DataFrame, col: str, path: Path) -> np.ndarray:
     s = df[col]
-    if s.dtype == object or not np.issubdtype(s.dtype, np.number):
+    if not pd.api.types.is_numeric_dtype(s.dtype) or pd.api.types.is_bool_dtype(s.dtype):
         conv = pd.to_numeric(s, errors="coerce")
         bad = np.flatnonzero(conv.isna().to_numpy() & s.notna().to_numpy())
         if bad.size:
@@ -265,6 +265,9 @@ def write_frame(df: pd.DataFrame, path: str | os.PathLike) -> Path:
     parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.tmp-", suffix=suffix, dir=parent)
     os.close(fd)
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o666 & ~umask)
     try:
         if suffix == ".csv":
             df.to_csv(tmp, index=False)

@@ -213,6 +213,8 @@ def simulate(
         raise SimulationError(f"noise must be >= 0, got {noise}")
     if not (np.isfinite(friction_velocity_scale) and friction_velocity_scale > 0):
         raise SimulationError(f"friction_velocity_scale must be > 0, got {friction_velocity_scale}")
+    if isinstance(seed, bool) or int(seed) != seed or seed < 0:
+        raise SimulationError(f"seed must be a non-negative integer, got {seed!r}")
     N = int(round(duration * rate)) + 1
     if N < 2:
         raise SimulationError(f"duration {duration} s at {rate} Hz gives fewer than 2 samples")
@@ -370,7 +372,7 @@ def write_simulation(result: SimResult, out_dir: str | os.PathLike) -> None:
     write_log(result.log, out_dir / "log.parquet")
     write_frame(truth_trajectory_frame(result), out_dir / "truth_trajectory.parquet")
     tmp = out_dir / ".truth.json.tmp"
-    tmp.write_text(json.dumps(result.truth, indent=1) + "\n")
+    tmp.write_text(json.dumps(result.truth, indent=1, allow_nan=False) + "\n")
     os.replace(tmp, out_dir / "truth.json")
 
 
