@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import site
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -22,6 +23,8 @@ class CatalogEntry:
     locked_joints: tuple[str, ...] = ()
     floating_base: bool = False
     extra: dict = field(default_factory=dict)
+    #: Programmatic robots (no URDF): ``builder(floating_base=...) -> pin.Model``.
+    builder: Callable | None = None
 
 
 CATALOG: dict[str, CatalogEntry] = {
@@ -44,6 +47,27 @@ CATALOG: dict[str, CatalogEntry] = {
     "so101": CatalogEntry("so_arm_description/urdf/so101.urdf", "SO-101 hobby arm"),
     "tiago": CatalogEntry("tiago_description/robots/tiago.urdf", "PAL TIAGo (mobile base fixed)"),
 }
+
+
+def _paper003(name: str) -> Callable:
+    def build(floating_base: bool = False):
+        from . import paper003
+
+        return paper003.BUILDERS[name](floating_base=floating_base)
+
+    return build
+
+
+#: Programmatic catalog robots (built from kinematic data, see robots/paper003.py); name -> entry.
+PROGRAMMATIC: dict[str, CatalogEntry] = {
+    "puma560": CatalogEntry("", "PUMA 560 of paper 003 (DH data, gear ratio 5)", builder=_paper003("puma560")),
+    "scara": CatalogEntry("", "SCARA (RRPR) of paper 003 (DH data, gear ratio 5)", builder=_paper003("scara")),
+    "cheetah3_leg": CatalogEntry(
+        "", "MIT Cheetah 3 leg of paper 003 (torso fixed; --floating-base: free torso)",
+        builder=_paper003("cheetah3_leg"),
+    ),
+}
+CATALOG.update(PROGRAMMATIC)
 
 
 def example_robot_data_root() -> Path:

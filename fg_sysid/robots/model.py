@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pinocchio as pin
 
-from .catalog import resolve_catalog
+from .catalog import CATALOG, resolve_catalog
 
 #: Suffixes of the 10 inertial parameters of a body, in Pinocchio's dynamic-parameter order.
 INERTIAL_SUFFIXES = ("m", "mcx", "mcy", "mcz", "ixx", "ixy", "iyy", "ixz", "iyz", "izz")
@@ -69,6 +69,11 @@ class RobotModel:
 
     @classmethod
     def from_catalog(cls, name: str, locked_joints: dict | None = None, **kwargs) -> RobotModel:
+        entry = CATALOG.get(name)
+        if entry is not None and entry.builder is not None:  # programmatic robot (no URDF)
+            fb = bool(kwargs.pop("floating_base", entry.floating_base))
+            robot = cls._from_pinocchio(entry.builder(floating_base=fb), name, None, fb, {})
+            return robot.lock(locked_joints) if locked_joints else robot
         path, entry = resolve_catalog(name)
         locks = {j: None for j in entry.locked_joints}
         locks.update(locked_joints or {})
