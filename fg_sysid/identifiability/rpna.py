@@ -195,16 +195,17 @@ class Rotor:
     axis: tuple | None = None
 
 
-def default_rotors(model: pin.Model, gear_ratio: float | None = None) -> list[Rotor]:
+def default_rotors(model: pin.Model, gear_ratio: float | None = None, fallback: float = 100.0) -> list[Rotor]:
     """One rotor per 1-DoF joint, on the joint axis. Gear ratio: ``gear_ratio`` if given, else
-    ``model.rotorGearRatio`` where non-zero, else 1."""
+    ``model.rotorGearRatio`` where non-zero, else ``fallback`` (URDFs carry no gear ratios; 100 is a
+    typical harmonic-drive value, and any ratio other than 1 gives the same identifiability)."""
     out = []
     gr = np.asarray(model.rotorGearRatio)
     for j in range(1, model.njoints):
         jm = model.joints[j]
         if jm.nv != 1:
             continue
-        n = gear_ratio if gear_ratio is not None else (gr[jm.idx_v] if gr[jm.idx_v] != 0 else 1.0)
+        n = gear_ratio if gear_ratio is not None else (gr[jm.idx_v] if gr[jm.idx_v] != 0 else fallback)
         out.append(Rotor(model.names[j], float(n)))
     return out
 
