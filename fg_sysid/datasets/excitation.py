@@ -180,7 +180,8 @@ class FourierTrajectory:
         scale = np.minimum(scale, v_room / np.maximum(ex["v_max"], 1e-12))
         if acceleration_limit is not None:
             scale = np.minimum(scale, acceleration_limit / np.maximum(ex["a_max"], 1e-12))
-        scale = np.maximum(scale, 0.0)
+        # 0.995: safety against extrema falling between the sampled instants of `extrema`
+        scale = 0.995 * np.maximum(scale, 0.0)
         centre_motion = 0.5 * (ex["q_max"] + ex["q_min"]) * scale
         q0 = 0.5 * (lo + hi) - centre_motion
         return cls(base_frequency, q0, a * scale[:, None], b * scale[:, None], tuple(robot.joint_names))
