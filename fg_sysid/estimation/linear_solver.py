@@ -1,0 +1,226 @@
+"""Linear least-squares step of the smoother, in O(N) for N knots.
+
+A linearized graph holds whitened Jacobian blocks of three kinds:
+
+* knot factors on x_k alone (encoders, velocity measurements),
+* knot factors on (x_k, θ) (inverse dynamics), and
+* pair factors on (x_k, x_{k+1}) (integration between knots),
+
+plus a diagonal prior on θ. Its normal matrix is block tridiagonal in the states with a dense border for
+θ ("arrow" structure). Eliminating the knots in time order and θ last keeps every step O(N) — the
+ordering of ../shared/notes/gtsam-python-performance.md §4 and the parameterized Riccati recursion of
+paper 004 Sec. VIII. Two interchangeable back ends solve it:
+
+* `solve_structured` (default): block Cholesky in time order with LAPACK on each knot; the θ-border
+  contributions Σ Z_kᵀ Z_k are accumulated in one matrix product at the end;
+* `solve_gtsam`: the same whitened blocks as `gtsam.JacobianFactor`s in a `GaussianFactorGraph`,
+  eliminated with the ordering x_0 … x_{N-1}, θ (used as cross-check and as the elimination floor in
+  benchmarks).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy.linalg import lapack
+
+
+class SingularSystemError(np.linalg.LinAlgError):
+    """The normal equations are not positive definite (an unobservable or degenerate problem)."""
+
+
+@dataclass
+class LinearizedGraph:
+    """Whitened Jacobian blocks (residual r, Jacobians J; the cost is ½ Σ ‖r‖²)."""
+
+    n_knots: int
+    nx: int
+    ntheta: int
+    knot: list = field(default_factory=list)  # [(J (N, m, nx), r (N, m))]
+    knot_theta: list = field(default_factory=list)  # [(Jx (N, m, nx), Jt (N, m, nθ), r (N, m))]
+    pair: list = field(default_factory=list)  # [(J0 (N-1, m, nx), J1 (N-1, m, nx), r (N-1, m))]
+    prior_w: np.ndarray | None = None  # (nθ,) diagonal of the whitened prior Jacobian
+    prior_r: np.ndarray | None = None  # (nθ,)
+
+    def cost(self) -> float:
+        c = 0.0
+        for _, r in self.knot:
+            c += float(np.sum(r * r))
+        for _, _, r in self.knot_theta:
+            c += float(np.sum(r * r))
+        for _, _, r in self.pair:
+            c += float(np.sum(r * r))
+        if self.prior_r is not None:
+            c += float(np.sum(self.prior_r ** 2))
+        return 0.5 * c
+
+    # ------------------------------------------------------------------ normal equations
+    def normal_equations(self):
+        """Blocks of H = Jᵀ J and g = Jᵀ r: D (N,nx,nx), B (N-1,nx,nx), C (N,nx,nθ), Htt, gx, gt."""
+        N, nx, nt = self.n_knots, self.nx, self.ntheta
+        D = np.zeros((N, nx, nx))
+        B = np.zeros((max(N - 1, 0), nx, nx))
+        C = np.zeros((N, nx, nt))
+        gx = np.zeros((N, nx))
+        Htt = np.zeros((nt, nt))
+        gt = np.zeros(nt)
+        for J, r in self.knot:
+            Jt = np.transpose(J, (0, 2, 1))
+            D += Jt @ J
+            gx += np.einsum("nmx,nm->nx", J, r)
+        for Jx, Jth, r in self.knot_theta:
+            JxT = np.transpose(Jx, (0, 2, 1))
+            D += JxT @ Jx
+            C += JxT @ Jth
+            gx += np.einsum("nmx,nm->nx", Jx, r)
+            flat = Jth.reshape(-1, nt)
+            Htt += flat.T @ flat
+            gt += flat.T @ r.reshape(-1)
+        for J0, J1, r in self.pair:
+            J0t = np.transpose(J0, (0, 2, 1))
+            J1t = np.transpose(J1, (0, 2, 1))
+            D[:-1] += J0t @ J0
+            D[1:] += J1t @ J1
+            B += J0t @ J1
+            gx[:-1] += np.einsum("nmx,nm->nx", J0, r)
+            gx[1:] += np.einsum("nmx,nm->nx", J1, r)
+        if self.prior_w is not None:
+            Htt[np.diag_indices(nt)] += self.prior_w ** 2
+            gt += self.prior_w * self.prior_r
+        return D, B, C, Htt, gx, gt
+
+
+@dataclass
+class Step:
+    """Solution of (H + λ·diag) δ = −g: state steps dx (N, nx), parameter step dtheta (nθ,),
+    the Schur complement S on θ (its inverse is θ's marginal covariance when λ = 0), and the
+    model decrease predicted by the linearization."""
+
+    dx: np.ndarray
+    dtheta: np.ndarray
+    schur: np.ndarray
+    predicted_decrease: float
+
+
+def _damp(M: np.ndarray, lam: float, floor: float) -> None:
+    idx = np.diag_indices(M.shape[-1])
+    d = M[..., idx[0], idx[1]]
+    M[..., idx[0], idx[1]] = d + lam * np.maximum(d, floor)
+
+
+def solve_structured(graph: LinearizedGraph, lam: float = 0.0) -> Step:
+    """O(N) block elimination (knots in time order, θ last) with Marquardt damping λ·diag(H)."""
+    D, B, C, Htt, gx, gt = graph.normal_equations()
+    N, nx, nt = graph.n_knots, graph.nx, graph.ntheta
+    floor = 1e-12 * max(float(np.max(np.abs(np.diagonal(D, axis1=1, axis2=2)))), 1.0)
+    H_diag_x = np.diagonal(D, axis1=1, axis2=2).copy()
+    H_diag_t = np.diag(Htt).copy()
+    if lam > 0:
+        _damp(D, lam, floor)
+        _damp(Htt, lam, floor)
+    # A_k = [D_k | C_k | g_k] is updated in place by the elimination of x_{k-1}.
+    width = nx + nt + 1
+    A = np.empty((N, nx, width))
+    A[:, :, :nx] = D
+    A[:, :, nx:nx + nt] = C
+    A[:, :, -1] = gx
+    del D, C
+    Linv = np.empty((N, nx, nx))  # L_k^{-1}: small dense blocks, applied with BLAS matmuls
+    W = np.empty((N, nx, width))  # L_k^{-1} [B_k | C̃_k | g̃_k]
+    potrf, trtri = lapack.dpotrf, lapack.dtrtri
+    for k in range(N):
+        Lk, info = potrf(A[k, :, :nx], lower=1, clean=1)
+        if info != 0:
+            raise SingularSystemError(
+                f"state block of knot {k} is not positive definite (LAPACK potrf info={info}); "
+                "the states are not observable from the factors at this knot"
+            )
+        Li, info = trtri(Lk, lower=1)
+        Linv[k] = Li
+        Wk = W[k]
+        np.matmul(Li, A[k], out=Wk)
+        if k < N - 1:
+            np.matmul(Li, B[k], out=Wk[:, :nx])
+            U = Wk[:, :nx]
+            A[k + 1] -= U.T @ Wk
+        else:
+            Wk[:, :nx] = 0.0
+    Z = np.ascontiguousarray(W[:, :, nx:nx + nt]).reshape(N * nx, nt)
+    z = W[:, :, -1].reshape(N * nx)
+    S = Htt - Z.T @ Z
+    s = gt - Z.T @ z
+    try:
+        Ls_t = np.linalg.cholesky(S)
+    except np.linalg.LinAlgError:
+        raise SingularSystemError(
+            "the parameter block is not positive definite after eliminating the states; "
+            "give every parameter a prior (prior std too large?)"
+        ) from None
+    dtheta = -np.linalg.solve(Ls_t.T, np.linalg.solve(Ls_t, s))
+    # back substitution: δx_k = −L_k^{-T} (z_k + U_k δx_{k+1} + Z_k δθ)
+    c = W[:, :, -1] + np.einsum("nxt,t->nx", W[:, :, nx:nx + nt], dtheta)
+    dx = np.empty((N, nx))
+    nxt = np.zeros(nx)
+    for k in range(N - 1, -1, -1):
+        rhs = c[k] + W[k, :, :nx] @ nxt
+        nxt = -(rhs @ Linv[k])  # −L_k^{-T} rhs
+        dx[k] = nxt
+    # predicted decrease of ½‖r‖² for the damped step: −gᵀδ − ½ δᵀHδ = −½ gᵀδ + ½ λ δᵀ diag δ
+    g_dot = float(np.sum(gx * dx) + gt @ dtheta)
+    damp_term = 0.0
+    if lam > 0:
+        damp_term = float(np.sum(np.maximum(H_diag_x, floor) * dx * dx)
+                          + np.sum(np.maximum(H_diag_t, floor) * dtheta * dtheta))
+    pred = -0.5 * g_dot + 0.5 * lam * damp_term
+    return Step(dx, dtheta, S, pred)
+
+
+def solve_gtsam(graph: LinearizedGraph, lam: float = 0.0) -> Step:
+    """The same step through GTSAM: JacobianFactors, ordering x_0 … x_{N-1}, θ, multifrontal QR.
+
+    Damping is added as extra diagonal factors √(λ·diag H) (Marquardt), as GTSAM's LM does.
+    """
+    import gtsam
+
+    from ..factors.keys import THETA, state
+
+    N, nx, nt = graph.n_knots, graph.nx, graph.ntheta
+    gfg = gtsam.GaussianFactorGraph()
+    unit = {}
+
+    def model(m):
+        if m not in unit:
+            unit[m] = gtsam.noiseModel.Unit.Create(m)
+        return unit[m]
+
+    for J, r in graph.knot:
+        m = r.shape[1]
+        for k in range(N):
+            gfg.push_back(gtsam.JacobianFactor(state(k), J[k], -r[k], model(m)))
+    for Jx, Jt, r in graph.knot_theta:
+        m = r.shape[1]
+        for k in range(N):
+            gfg.push_back(gtsam.JacobianFactor(state(k), Jx[k], THETA, Jt[k], -r[k], model(m)))
+    for J0, J1, r in graph.pair:
+        m = r.shape[1]
+        for k in range(N - 1):
+            gfg.push_back(gtsam.JacobianFactor(state(k), J0[k], state(k + 1), J1[k], -r[k], model(m)))
+    if graph.prior_w is not None:
+        gfg.push_back(gtsam.JacobianFactor(THETA, np.diag(graph.prior_w), -graph.prior_r, model(nt)))
+    if lam > 0:
+        D, _, _, Htt, _, _ = graph.normal_equations()
+        floor = 1e-12 * max(float(np.max(np.abs(np.diagonal(D, axis1=1, axis2=2)))), 1.0)
+        for k in range(N):
+            d = np.sqrt(lam * np.maximum(np.diag(D[k]), floor))
+            gfg.push_back(gtsam.JacobianFactor(state(k), np.diag(d), np.zeros(nx), model(nx)))
+        d = np.sqrt(lam * np.maximum(np.diag(Htt), floor))
+        gfg.push_back(gtsam.JacobianFactor(THETA, np.diag(d), np.zeros(nt), model(nt)))
+    ordering = gtsam.Ordering()
+    for k in range(N):
+        ordering.push_back(state(k))
+    ordering.push_back(THETA)
+    sol = gfg.optimize(ordering)
+    dx = np.array([sol.at(state(k)) for k in range(N)])
+    dtheta = np.array(sol.at(THETA))
+    return Step(dx, dtheta, np.full((nt, nt), np.nan), float("nan"))

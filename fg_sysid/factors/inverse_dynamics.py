@@ -1,0 +1,124 @@
+"""Inverse-dynamics residual with measured effort, its analytic Jacobians, batched over knots.
+
+    r(q, v, a, θ) = M(q; π) a + h(q, v; π) + diag(armature) a + τ_f(v; θ_f) − J(q)ᵀλ − τ̂      [N·m | N]
+
+(paper 004 eq. 2 with the actuation model of eq. 55, S = I for a fixed base). ``J(q)ᵀλ`` is the slot
+for constraint / contact forces; this module takes it as given generalized forces ``external`` (N, nv).
+
+Jacobians are w.r.t. tangent perturbations of q (q ⊕ δq), v, a and the unconstrained θ:
+
+* ∂r/∂q, ∂r/∂v, ∂r/∂a from Pinocchio's RNEA derivatives (∂r/∂a = M + diag(armature)),
+  plus friction's ∂τ_f/∂v on the diagonal;
+* ∂r/∂θ = [Y(q, v, a) · ∂π/∂θ_i | ∂τ_f/∂θ_f | diag(a) ∂armature/∂θ_a] with Y Pinocchio's joint-torque
+  regressor (paper 004 eq. 43) and the parameterization Jacobians of `fg_sysid.layout`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pinocchio as pin
+
+from ..layout import ParameterLayout
+
+
+@dataclass
+class IDLinearization:
+    """Residual and Jacobians of N knots. Shapes: r (N, nv); Jq, Jv, Ja (N, nv, nv); Jtheta (N, nv, nθ)."""
+
+    r: np.ndarray
+    Jq: np.ndarray | None = None
+    Jv: np.ndarray | None = None
+    Ja: np.ndarray | None = None
+    Jtheta: np.ndarray | None = None
+
+
+class InverseDynamicsResidual:
+    """Evaluates the inverse-dynamics residual for a `ParameterLayout` on a private Pinocchio model."""
+
+    def __init__(self, layout: ParameterLayout):
+        self.layout = layout
+        self.robot = layout.robot
+        self.model = self.robot.model.copy()  # private: inertias are rewritten per θ
+        self.data = self.model.createData()
+        self.iv = self.robot.joint_index_v()
+        self._theta = None
+
+    # ------------------------------------------------------------------ parameters
+    def set_theta(self, theta: np.ndarray) -> None:
+        theta = np.asarray(theta, dtype=float)
+        if self._theta is not None and np.array_equal(theta, self._theta):
+            return
+        L = self.layout
+        self._theta = theta.copy()
+        self.p = L.to_physical(theta)
+        self.pi, self.pf, self.parm = L.split(self.p)
+        self.ti, self.tf, self.ta = L.split(theta)
+        self.Ji, self.Jf, self.Ja_arm = L.jacobian_blocks(theta)
+        self.robot.write_inertias(self.model, self.pi)
+        self.pi_flat = self.pi.ravel().copy()
+
+    # ------------------------------------------------------------------ evaluation
+    def friction(self, v: np.ndarray):
+        """τ_f (N, nj), ∂τ_f/∂v (N, nj), ∂τ_f/∂θ_f (N, nj, kf) at joint velocities v[:, iv]."""
+        L = self.layout
+        n = v.shape[0]
+        tf = np.empty((n, L.nj))
+        dv = np.empty((n, L.nj))
+        dth = np.empty((n, L.nj, L.kf))
+        for j in range(L.nj):
+            tf[:, j], dv[:, j], dth[:, j, :] = L.friction.torque(v[:, self.iv[j]], self.tf[j])
+        return tf, dv, dth
+
+    def evaluate(self, q, v, a, tau_meas, theta, jacobians: bool = True,
+                 external: np.ndarray | None = None) -> IDLinearization:
+        """Residual (and Jacobians) at N knots. ``tau_meas`` (N, nv); NaN entries give NaN rows."""
+        self.set_theta(theta)
+        q = np.atleast_2d(q)
+        v = np.atleast_2d(v)
+        a = np.atleast_2d(a)
+        n, nv = v.shape
+        model, data = self.model, self.data
+        L = self.layout
+        Y = np.empty((n, nv, 10 * L.nb))
+        if jacobians:
+            Jq = np.empty((n, nv, nv))
+            Jv = np.empty((n, nv, nv))
+            Ja = np.empty((n, nv, nv))
+            for k in range(n):
+                dq, dv, da = pin.computeRNEADerivatives(model, data, q[k], v[k], a[k])
+                Jq[k] = dq
+                Jv[k] = dv
+                Ja[k] = da
+                Y[k] = pin.computeJointTorqueRegressor(model, data, q[k], v[k], a[k])
+            # Pinocchio fills only the upper triangle of M in some versions; symmetrize.
+            Ja = np.triu(Ja) + np.transpose(np.triu(Ja, 1), (0, 2, 1))
+        else:
+            for k in range(n):
+                Y[k] = pin.computeJointTorqueRegressor(model, data, q[k], v[k], a[k])
+        r = Y @ self.pi_flat
+        tf, dtf_dv, dtf_dth = self.friction(v)
+        iv = self.iv
+        r[:, iv] += tf + a[:, iv] * self.parm
+        if external is not None:
+            r -= external
+        r -= tau_meas
+        if not jacobians:
+            return IDLinearization(r)
+        rows = np.arange(L.nj)
+        Jv[:, iv, iv] += dtf_dv
+        Ja[:, iv, iv] += self.parm
+        Jth = np.zeros((n, nv, L.n))
+        Yb = Y.reshape(n, nv, L.nb, 10)
+        Jth[:, :, L.s_inertial] = np.einsum("nvbj,bjk->nvbk", Yb, self.Ji).reshape(n, nv, 10 * L.nb)
+        f0 = L.s_friction.start
+        for j in range(L.nj):
+            Jth[:, iv[j], f0 + j * L.kf: f0 + (j + 1) * L.kf] = dtf_dth[:, j, :]  # already w.r.t. θ_f
+        Jth[:, iv[rows], L.s_armature.start + rows] = a[:, iv] * self.Ja_arm
+        return IDLinearization(r, Jq, Jv, Ja, Jth)
+
+    def predict(self, q, v, a, theta) -> np.ndarray:
+        """Joint efforts the model predicts, (N, nv): M a + h + armature·a + τ_f."""
+        zero = np.zeros_like(np.atleast_2d(v))
+        return self.evaluate(q, v, a, zero, theta, jacobians=False).r

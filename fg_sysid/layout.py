@@ -1,0 +1,224 @@
+"""The named parameter layout: unconstrained θ ↔ physical parameters p, with the prior.
+
+Physical vector p (all SI, names as in ``parameters.csv``):
+
+* per body, 10 inertial parameters in Pinocchio's dynamic-parameter order
+  ``<link>.<m|mcx|mcy|mcz|ixx|ixy|iyy|ixz|iyz|izz>`` (kg, kg·m, kg·m², about the body frame);
+* per joint, the friction model's parameters ``<joint>.<suffix>`` (e.g. ``fc`` [N·m], ``fv`` [N·m·s/rad]);
+* per joint, the rotor armature ``<joint>.armature`` [kg·m²] (reflected rotor inertia added to M's diagonal).
+
+θ stacks the same blocks in unconstrained coordinates (see `fg_sysid.parameterizations`), so every θ maps
+to a physically consistent p. ``dp/dθ`` is block diagonal and analytic.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .parameterizations import (
+    FrictionModel,
+    InertiaParameterization,
+    PositiveScalar,
+    friction_model,
+    inertia_parameterization,
+)
+from .robots import RobotModel
+
+GROUPS = ("inertial", "friction", "armature")
+
+#: Default prior widths. Inertial: "70 % relative uncertainty on the URDF values" (paper 004 Sec. IX-A),
+#: applied as 0.7 in log-space for positive quantities and 0.7·scale for signed ones.
+DEFAULT_RELATIVE_PRIOR = 0.7
+#: Friction and armature are rarely known from a URDF: a wide prior in log-space (factor e^1.5 ≈ 4.5).
+DEFAULT_FRICTION_LOG_STD = 1.5
+DEFAULT_ARMATURE_LOG_STD = 1.5
+
+
+@dataclass(frozen=True, eq=False)
+class ParameterLayout:
+    """Layout of θ and p for a robot: inertial blocks, friction per joint, armature per joint."""
+
+    robot: RobotModel
+    inertia: InertiaParameterization
+    friction: FrictionModel
+    armature: PositiveScalar | None
+    fit_friction: bool = True
+    fit_armature: bool = True
+    _names: tuple = field(init=False, repr=False)
+
+    def __post_init__(self):
+        r = self.robot
+        names = list(r.inertial_parameter_names())
+        names += [f"{j}.{s}" for j in r.joint_names for s in self.friction.suffixes]
+        names += [f"{j}.armature" for j in r.joint_names]
+        object.__setattr__(self, "_names", tuple(names))
+
+    @classmethod
+    def create(
+        cls,
+        robot: RobotModel,
+        inertia: str | InertiaParameterization = "exponential-eigenvalue",
+        friction: str | FrictionModel = "coulomb-viscous",
+        friction_velocity_scale: float = 0.05,
+        fit_friction: bool = True,
+        fit_armature: bool = True,
+    ) -> ParameterLayout:
+        if isinstance(inertia, str):
+            inertia = inertia_parameterization(inertia)
+        if isinstance(friction, str):
+            kw = {"velocity_scale": friction_velocity_scale} if friction == "coulomb-viscous" else {}
+            friction = friction_model(friction, **kw)
+        return cls(robot, inertia, friction, PositiveScalar(), fit_friction, fit_armature)
+
+    # ------------------------------------------------------------------ sizes and slices
+    @property
+    def nb(self) -> int:
+        return self.robot.n_bodies
+
+    @property
+    def nj(self) -> int:
+        return self.robot.n_joints
+
+    @property
+    def kf(self) -> int:
+        return self.friction.n_params
+
+    @property
+    def n(self) -> int:
+        return 10 * self.nb + self.nj * (self.kf + 1)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return self._names
+
+    @property
+    def s_inertial(self) -> slice:
+        return slice(0, 10 * self.nb)
+
+    @property
+    def s_friction(self) -> slice:
+        a = 10 * self.nb
+        return slice(a, a + self.nj * self.kf)
+
+    @property
+    def s_armature(self) -> slice:
+        a = 10 * self.nb + self.nj * self.kf
+        return slice(a, a + self.nj)
+
+    def groups(self) -> list[str]:
+        return (["inertial"] * (10 * self.nb) + ["friction"] * (self.nj * self.kf)
+                + ["armature"] * self.nj)
+
+    # ------------------------------------------------------------------ maps
+    def split(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(inertial (nb,10), friction (nj,kf), armature (nj,)) views of a θ or p vector."""
+        x = np.asarray(x, dtype=float)
+        return (x[self.s_inertial].reshape(self.nb, 10), x[self.s_friction].reshape(self.nj, self.kf),
+                x[self.s_armature])
+
+    def to_physical(self, theta: np.ndarray) -> np.ndarray:
+        ti, tf, ta = self.split(theta)
+        p = np.empty(self.n)
+        p[self.s_inertial] = self.inertia.to_physical_batch(ti).ravel()
+        p[self.s_friction] = np.concatenate([self.friction.to_physical(t) for t in tf]) if self.nj else []
+        p[self.s_armature] = self.armature.to_physical(ta)
+        return p
+
+    def to_theta(self, p: np.ndarray) -> np.ndarray:
+        pi, pf, pa = self.split(p)
+        th = np.empty(self.n)
+        th[self.s_inertial] = np.concatenate([self.inertia.to_theta(b) for b in pi])
+        th[self.s_friction] = np.concatenate([self.friction.to_theta(f) for f in pf]) if self.nj else []
+        th[self.s_armature] = self.armature.to_theta(pa)
+        return th
+
+    def jacobian_blocks(self, theta: np.ndarray):
+        """dp/dθ blocks: inertial (nb,10,10), friction (nj,kf,kf), armature (nj,) diagonal."""
+        ti, tf, ta = self.split(theta)
+        Ji = self.inertia.jacobian_batch(ti)
+        Jf = np.array([self.friction.jacobian(t) for t in tf]).reshape(self.nj, self.kf, self.kf)
+        Ja = np.asarray(self.armature.jacobian(ta), float)  # elementwise (diagonal)
+        return Ji, Jf, Ja
+
+    def jacobian(self, theta: np.ndarray) -> np.ndarray:
+        """Dense dp/dθ (n, n), block diagonal."""
+        Ji, Jf, Ja = self.jacobian_blocks(theta)
+        J = np.zeros((self.n, self.n))
+        o = 0
+        for b in Ji:
+            J[o:o + 10, o:o + 10] = b
+            o += 10
+        for b in Jf:
+            J[o:o + self.kf, o:o + self.kf] = b
+            o += self.kf
+        J[self.s_armature, self.s_armature] = np.diag(Ja)
+        return J
+
+    # ------------------------------------------------------------------ nominal and prior
+    def nominal_physical(self) -> np.ndarray:
+        """URDF inertias, friction from URDF <dynamics> (with floors), small positive armature."""
+        r = self.robot
+        p = np.empty(self.n)
+        p[self.s_inertial] = r.nominal_inertial_parameters().ravel()
+        fr = [self.friction.default_physical(float(f), float(d))
+              for f, d in zip(r.urdf_friction, r.urdf_damping, strict=True)]
+        p[self.s_friction] = np.concatenate(fr) if fr else []
+        p[self.s_armature] = default_armature(r)
+        return p
+
+    def prior(self, relative: float = DEFAULT_RELATIVE_PRIOR,
+              friction_log_std: float = DEFAULT_FRICTION_LOG_STD,
+              armature_log_std: float = DEFAULT_ARMATURE_LOG_STD,
+              mean_physical: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Gaussian prior on θ: (mean θ̄, std) with independent components.
+
+        Inertial blocks follow the parameterization: log-coordinates (EE's σ_m, σ_xyz; log-Cholesky's
+        logs) get std ``relative``; signed coordinates (first moments h, rotation ω, raw entries) get
+        ``relative`` times a per-body scale (mass × radius of gyration for h, 1 rad for ω).
+        """
+        p0 = self.nominal_physical() if mean_physical is None else np.asarray(mean_physical, float)
+        th0 = self.to_theta(p0)
+        std = np.empty(self.n)
+        pi, _, _ = self.split(p0)
+        std_i = np.array([inertial_prior_std(self.inertia.name, b, relative) for b in pi])
+        std[self.s_inertial] = std_i.ravel()
+        std[self.s_friction] = friction_log_std
+        std[self.s_armature] = armature_log_std
+        if not self.fit_friction:
+            std[self.s_friction] = 1e-6
+        if not self.fit_armature:
+            std[self.s_armature] = 1e-6
+        return th0, std
+
+
+def default_armature(robot: RobotModel) -> np.ndarray:
+    """Prior mean of the armature [kg·m²]: the URDF's when set, else 1 % of the joint's largest
+    diagonal mass-matrix entry at the neutral pose (a small positive value)."""
+    import pinocchio as pin
+
+    m = robot.model
+    data = m.createData()
+    M = pin.crba(m, data, pin.neutral(m))
+    iv = robot.joint_index_v()
+    urdf = np.array(m.armature)[iv]
+    guess = 0.01 * np.maximum(np.diag(M)[iv], 1e-6)
+    return np.where(urdf > 0, urdf, guess)
+
+
+def inertial_prior_std(parameterization: str, pi: np.ndarray, relative: float) -> np.ndarray:
+    """Prior std of one body's θ block (10,) around the nominal π, see `ParameterLayout.prior`."""
+    m = max(float(pi[0]), 1e-6)
+    c = pi[1:4] / m
+    I = np.array([[pi[4], pi[5], pi[7]], [pi[5], pi[6], pi[8]], [pi[7], pi[8], pi[9]]])
+    Ic = I - m * (np.dot(c, c) * np.eye(3) - np.outer(c, c))
+    r_gyr = np.sqrt(max(np.trace(Ic), 1e-12) / (2 * m))
+    if parameterization == "exponential-eigenvalue":
+        h_scale = np.maximum(np.abs(pi[1:4]), m * max(r_gyr, np.linalg.norm(c)))
+        return np.concatenate([[relative], relative * h_scale, [relative] * 3, [relative] * 3])
+    if parameterization == "log-cholesky":
+        return np.full(10, relative)
+    # raw: relative to each entry with a floor from the body's scale
+    scale = np.concatenate([[m], [m * max(r_gyr, np.linalg.norm(c))] * 3, [m * max(r_gyr, 1e-3) ** 2] * 6])
+    return relative * np.maximum(np.abs(pi), scale)

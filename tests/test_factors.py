@@ -1,0 +1,152 @@
+"""Every factor's Jacobians against central differences, on random states of several robots,
+and the identity oracle regressor·π = RNEA torque."""
+
+import numpy as np
+import pinocchio as pin
+import pytest
+
+from fg_sysid.factors.inverse_dynamics import InverseDynamicsResidual
+from fg_sysid.factors.kinematics import encoder_residual, integration_residual, velocity_residual
+from fg_sysid.factors.manifold import ConfigurationSpace
+from fg_sysid.layout import ParameterLayout
+from fg_sysid.robots import load_robot
+
+ROBOTS = ["double_pendulum", "z1", "panda"]
+EPS = 1e-6
+
+
+def random_state(robot, n, rng):
+    lo, hi = robot.position_limits()
+    q = rng.uniform(lo, hi, size=(n, robot.nq))
+    v = rng.uniform(-1.5, 1.5, size=(n, robot.nv))
+    a = rng.uniform(-3, 3, size=(n, robot.nv))
+    return q, v, a
+
+
+def central_diff(f, x, eps=EPS):
+    x = np.asarray(x, float)
+    cols = []
+    for i in range(x.size):
+        d = np.zeros_like(x)
+        d.flat[i] = eps
+        cols.append((f(x + d) - f(x - d)) / (2 * eps))
+    return np.stack(cols, axis=-1)
+
+
+@pytest.fixture(scope="module", params=ROBOTS)
+def setup(request):
+    robot = load_robot(request.param)
+    layout = ParameterLayout.create(robot, friction_velocity_scale=0.3)
+    rng = np.random.default_rng(abs(hash(request.param)) % 2**32)
+    theta0, std = layout.prior()
+    theta = theta0 + 0.2 * std * rng.standard_normal(layout.n)
+    return robot, layout, theta, rng
+
+
+@pytest.mark.parametrize("inertia", ["exponential-eigenvalue", "log-cholesky", "raw"])
+def test_inverse_dynamics_jacobians(setup, inertia):
+    robot, _, _, rng = setup
+    layout = ParameterLayout.create(robot, inertia=inertia, friction_velocity_scale=0.3)
+    theta0, std = layout.prior()
+    theta = theta0 + 0.2 * std * rng.standard_normal(layout.n)
+    res = InverseDynamicsResidual(layout)
+    q, v, a = random_state(robot, 3, rng)
+    tau = rng.standard_normal(v.shape)
+    lin = res.evaluate(q, v, a, tau, theta)
+    for k in range(3):
+        def f_q(x, k=k):
+            return res.evaluate(x[None], v[k:k + 1], a[k:k + 1], tau[k:k + 1], theta, jacobians=False).r[0]
+
+        def f_v(x, k=k):
+            return res.evaluate(q[k:k + 1], x[None], a[k:k + 1], tau[k:k + 1], theta, jacobians=False).r[0]
+
+        def f_a(x, k=k):
+            return res.evaluate(q[k:k + 1], v[k:k + 1], x[None], tau[k:k + 1], theta, jacobians=False).r[0]
+
+        def f_t(x, k=k):
+            return res.evaluate(q[k:k + 1], v[k:k + 1], a[k:k + 1], tau[k:k + 1], x, jacobians=False).r[0]
+
+        scale = 1 + np.abs(lin.r[k]).max()
+        np.testing.assert_allclose(lin.Jq[k], central_diff(f_q, q[k]), atol=2e-6 * scale, rtol=1e-5)
+        np.testing.assert_allclose(lin.Jv[k], central_diff(f_v, v[k]), atol=2e-6 * scale, rtol=1e-5)
+        np.testing.assert_allclose(lin.Ja[k], central_diff(f_a, a[k]), atol=2e-6 * scale, rtol=1e-5)
+        np.testing.assert_allclose(lin.Jtheta[k], central_diff(f_t, theta), atol=2e-6 * scale, rtol=1e-5)
+
+
+def test_regressor_times_pi_equals_rnea(setup):
+    """Identity oracle: Y(q,v,a)·π + armature·a + τ_f = RNEA(model with π) + armature·a + τ_f."""
+    robot, layout, theta, rng = setup
+    res = InverseDynamicsResidual(layout)
+    q, v, a = random_state(robot, 4, rng)
+    pred = res.predict(q, v, a, theta)
+    p = layout.to_physical(theta)
+    pi, pf, parm = layout.split(p)
+    model = robot.pinocchio_model_with(pi)
+    data = model.createData()
+    iv = robot.joint_index_v()
+    for k in range(4):
+        tau = pin.rnea(model, data, q[k], v[k], a[k]).copy()
+        vs = layout.friction.velocity_scale
+        tau[iv] += parm * a[k, iv] + pf[:, 0] * np.tanh(v[k, iv] / vs) + pf[:, 1] * v[k, iv]
+        np.testing.assert_allclose(pred[k], tau, rtol=1e-10, atol=1e-10)
+    # the shared robot model was not written to
+    np.testing.assert_array_equal(robot.nominal_inertial_parameters(),
+                                  load_robot(robot.name).nominal_inertial_parameters())
+
+
+def test_external_forces_slot(setup):
+    robot, layout, theta, rng = setup
+    res = InverseDynamicsResidual(layout)
+    q, v, a = random_state(robot, 2, rng)
+    tau = rng.standard_normal(v.shape)
+    ext = rng.standard_normal(v.shape)
+    r0 = res.evaluate(q, v, a, tau, theta, jacobians=False).r
+    r1 = res.evaluate(q, v, a, tau, theta, jacobians=False, external=ext).r
+    np.testing.assert_allclose(r0 - r1, ext, atol=1e-12)
+
+
+def test_kinematic_jacobians(setup):
+    robot, _, _, rng = setup
+    space = ConfigurationSpace(robot.model)
+    n = 4
+    q, v, a = random_state(robot, n, rng)
+    h = rng.uniform(1e-3, 2e-2, n - 1)
+    lin = integration_residual(space, q, v, a, h)
+    x = np.concatenate([q, v, a], axis=1)
+    nv = robot.nv
+
+    def unpack(xx):
+        return xx[:, :nv], xx[:, nv:2 * nv], xx[:, 2 * nv:]
+
+    for k in range(n - 1):
+        def f0(x0, k=k):
+            xx = x.copy(); xx[k] = x0
+            return integration_residual(space, *unpack(xx), h, jacobians=False).r[k]
+
+        def f1(x1, k=k):
+            xx = x.copy(); xx[k + 1] = x1
+            return integration_residual(space, *unpack(xx), h, jacobians=False).r[k]
+
+        np.testing.assert_allclose(lin.J0[k], central_diff(f0, x[k]), atol=1e-7)
+        np.testing.assert_allclose(lin.J1[k], central_diff(f1, x[k + 1]), atol=1e-7)
+    qm = q + 0.01 * rng.standard_normal(q.shape)
+    r, J = encoder_residual(space, q, qm)
+    np.testing.assert_allclose(r, q - qm)
+    np.testing.assert_allclose(J[0], central_diff(lambda z: encoder_residual(space, z[None, :nv], qm[:1],
+                                                                           False)[0][0], x[0]), atol=1e-8)
+    vm = v + 0.1
+    r, J = velocity_residual(v, vm)
+    np.testing.assert_allclose(J[0], central_diff(lambda z: velocity_residual(z[None, nv:2 * nv], vm[:1],
+                                                                             False)[0][0], x[0]), atol=1e-8)
+
+
+def test_integration_exact_for_cubic_motion():
+    """The Euler–Maclaurin rule has zero residual on a cubic q(t)."""
+    space = ConfigurationSpace(load_robot("double_pendulum").model)
+    t = np.linspace(0, 1, 11)[:, None]
+    c = np.array([[0.3, -0.2]])
+    q = 0.1 + c * t + 0.5 * t ** 2 - 0.7 * t ** 3
+    v = c + t - 2.1 * t ** 2
+    a = 1 - 4.2 * t
+    lin = integration_residual(space, q, v, a, np.diff(t[:, 0]), jacobians=False)
+    np.testing.assert_allclose(lin.r, 0, atol=1e-13)
