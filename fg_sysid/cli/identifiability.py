@@ -13,12 +13,14 @@ from .common import fail, load_robot_or_fail, main
 @main.command("identifiability")
 @click.option("--robot", "robot_name", required=True, help="Catalog name or URDF path.")
 @click.option("--floating-base", is_flag=True, help="Free-flyer root (floating base).")
-@click.option("--rotors", is_flag=True, help="Add one geared rotor per joint (parameter <joint>.rotor_inertia).")
+@click.option("--rotors", is_flag=True,
+              help="Add one geared rotor per joint (parameter <joint>.rotor_inertia).")
 @click.option("--gear-ratio", type=float, default=None,
               help="Rotor gear ratio (default: the model's, else 100 for URDFs).")
 @click.option("--no-gravity", is_flag=True, help="Ignore gravity (fixed base: may lose parameters).")
 @click.option("--static", "static", is_flag=True, help="Static (gravity-only) data.")
-@click.option("--base-wrench-only", is_flag=True, help="Floating base: only the 6 base-wrench equations measured.")
+@click.option("--base-wrench-only", is_flag=True,
+              help="Floating base: only the 6 base-wrench equations measured.")
 @click.option("--numerical", is_flag=True, help="Also report the rank of stacked random-state regressors.")
 @click.option("--rtol", type=float, default=None, help="Relative rank tolerance (default 1e-8).")
 @click.option("--regroup", is_flag=True, help="Print each base parameter's regrouping.")
@@ -50,7 +52,9 @@ def identifiability_cmd(robot_name, floating_base, rotors, gear_ratio, no_gravit
             res = rpna(robot, rotors=rot, gravity=gravity, static=static, sensing=sensing, rtol=rtol)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            res_ng = rpna(robot, rotors=rot, gravity=False, rtol=rtol) if (res and gravity and not static) else None
+            res_ng = None
+            if res and gravity and not static:
+                res_ng = rpna(robot, rotors=rot, gravity=False, rtol=rtol)
         num = None
         if numerical:
             num = numerical_identifiability(robot, rotors=rot, rows="base" if base_wrench_only else "all",
@@ -103,8 +107,8 @@ def identifiability_cmd(robot_name, floating_base, rotors, gear_ratio, no_gravit
             dv, dk = f"{b0.dim_V} ({b.dim_V})", f"{b0.dim_K} ({b.dim_K})"
         else:
             dv, dk = str(b.dim_V), str(b.dim_K)
-        click.echo(f"{b.name:{names_w}s}  {b.joint:{joint_w}s}  {dv:>7s}  {dk:>7s}  {b.dim_T:5d}  {b.rank_N:6d}"
-                   + ("  +rotor" if b.has_rotor else ""))
+        click.echo(f"{b.name:{names_w}s}  {b.joint:{joint_w}s}  {dv:>7s}  {dk:>7s}  {b.dim_T:5d}  "
+                   f"{b.rank_N:6d}" + ("  +rotor" if b.has_rotor else ""))
     if res_ng is not None:
         click.echo("(dim V, dim K: without gravity, with gravity in parentheses; dim T with gravity)")
     click.echo(f"base parameters ({len(bp.names)}): " + ", ".join(bp.names))

@@ -23,7 +23,14 @@ import numpy as np
 import pinocchio as pin
 import scipy.linalg
 
-from .rpna import DEFAULT_RTOL, DEFAULT_WARN_DECADES, IdentifiabilityWarning, Rotor, _names, rotor_parameter_vector
+from .rpna import (
+    DEFAULT_RTOL,
+    DEFAULT_WARN_DECADES,
+    IdentifiabilityWarning,
+    Rotor,
+    _names,
+    rotor_parameter_vector,
+)
 
 
 def _augmented(model: pin.Model, rotors: list[Rotor]):

@@ -85,7 +85,8 @@ def inertia_hat(pi: np.ndarray) -> np.ndarray:
 def inertia_vee(M: np.ndarray) -> np.ndarray:
     """Inverse of `inertia_hat` for a matrix of that form."""
     S = M[3:, :3]
-    return np.array([M[0, 0], S[2, 1], S[0, 2], S[1, 0], M[3, 3], M[3, 4], M[4, 4], M[3, 5], M[4, 5], M[5, 5]])
+    return np.array([M[0, 0], S[2, 1], S[0, 2], S[1, 0],
+                     M[3, 3], M[3, 4], M[4, 4], M[3, 5], M[4, 5], M[5, 5]])
 
 
 _E = np.array([inertia_hat(e) for e in np.eye(10)])  # (10, 6, 6) basis of the inertia space
@@ -211,17 +212,17 @@ def default_rotors(model: pin.Model, gear_ratio: float | None = None, fallback: 
 
 
 def _joint_geometry(model: pin.Model):
-    """Per joint: parent, parent->child motion transform at the neutral configuration, motion subspace."""
-    data = model.createData()
+    """Per joint: parent, parent->child motion transform at the neutral configuration, motion subspace
+    (in the joint frame) and the parent->joint placement. O(1) per joint."""
     q0 = pin.neutral(model)
-    pin.computeJointJacobians(model, data, q0)
     out = {}
     for j in range(1, model.njoints):
         jm = model.joints[j]
-        X = data.liMi[j].inverse().toActionMatrix()  # ^jX_p(0)
-        J = pin.getJointJacobian(model, data, j, pin.ReferenceFrame.LOCAL)
-        S = J[:, jm.idx_v : jm.idx_v + jm.nv].copy()
-        out[j] = (model.parents[j], X, S, data.liMi[j])
+        jd = jm.createData()
+        jm.calc(jd, q0)
+        liMi = model.jointPlacements[j] * jd.M
+        S = np.array(jd.S, dtype=float).reshape(6, jm.nv)
+        out[j] = (model.parents[j], liMi.inverse().toActionMatrix(), S, liMi)
     return out
 
 
@@ -264,7 +265,7 @@ class BodyResult:
 
 @dataclass
 class BaseParameters:
-    """A regrouped base-parameter set: ``beta = K @ pi``; the regressor satisfies ``Y pi = Y[:, index] beta``."""
+    """A regrouped base-parameter set: ``beta = K @ pi``; regressors satisfy ``Y pi = Y[:, index] beta``."""
 
     names: list[str]
     index: np.ndarray  # columns of the full parameter vector kept as base parameters
@@ -339,7 +340,6 @@ class RPNAResult:
 
     def base_parameters(self, preference=PAPER_TABLE_ORDER) -> BaseParameters:
         """Greedy per-body choice of base parameters in ``preference`` order, and their regrouping."""
-        rk = _Ranker(self.rtol)
         chosen = []
         for i, b in enumerate(self.bodies):
             nloc = b.N.shape[1]
@@ -400,10 +400,11 @@ def _names(robot_or_model):
     """(pin.Model, body names, floating_base) from a RobotModel or a pin.Model."""
     if isinstance(robot_or_model, pin.Model):
         model = robot_or_model
-        names = []
-        for j in range(1, model.njoints):
-            frames = [f.name for f in model.frames if f.type == pin.FrameType.BODY and f.parentJoint == j]
-            names.append(frames[0] if frames else model.names[j])
+        first_body = {}
+        for f in model.frames:
+            if f.type == pin.FrameType.BODY:
+                first_body.setdefault(f.parentJoint, f.name)
+        names = [first_body.get(j, model.names[j]) for j in range(1, model.njoints)]
         floating = model.njoints > 1 and model.joints[1].shortname() == "JointModelFreeFlyer"
         return model, names, floating
     return robot_or_model.model, list(robot_or_model.body_names), bool(robot_or_model.floating_base)

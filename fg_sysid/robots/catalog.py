@@ -60,8 +60,10 @@ def _paper003(name: str) -> Callable:
 
 #: Programmatic catalog robots (built from kinematic data, see robots/paper003.py); name -> entry.
 PROGRAMMATIC: dict[str, CatalogEntry] = {
-    "puma560": CatalogEntry("", "PUMA 560 of paper 003 (DH data, gear ratio 5)", builder=_paper003("puma560")),
-    "scara": CatalogEntry("", "SCARA (RRPR) of paper 003 (DH data, gear ratio 5)", builder=_paper003("scara")),
+    "puma560": CatalogEntry("", "PUMA 560 of paper 003 (DH data, gear ratio 5)",
+                            builder=_paper003("puma560")),
+    "scara": CatalogEntry("", "SCARA (RRPR) of paper 003 (DH data, gear ratio 5)",
+                          builder=_paper003("scara")),
     "cheetah3_leg": CatalogEntry(
         "", "MIT Cheetah 3 leg of paper 003 (torso fixed; --floating-base: free torso)",
         builder=_paper003("cheetah3_leg"),
