@@ -27,10 +27,11 @@ VS = 0.05  # Coulomb tanh velocity scale [rad/s]
 RATE = 1000.0  # [Hz]
 T_TRAIN = 12.0  # [s]
 NOISE = 0.01  # std of the noise on q [rad] and tau [N m] in test (b)
-#: held-out relative torque RMSE allowed under NOISE; measured 0.014-0.019 over 8 seeds of this setup
-#: (window chosen 143-201 samples), so 0.03 leaves a 1.5x margin while a broken filter choice
-#: (the smallest window gives ~0.9 CV score, i.e. ~90 % error) fails by far
-NOISY_REL_RMSE_MAX = 0.03
+#: held-out relative torque RMSE allowed under NOISE.  Measured with this exact setup (12 s z1 log,
+#: default CV grid) over 8 truth/noise seeds: 0.012-0.023 (windows 201-393 samples, polyorder 3-4);
+#: the seed of the test gives 0.020 (window 393, polyorder 4).  0.04 leaves a ~1.7x margin over the
+#: worst seed, while the URDF nominal itself is off by 0.42 and a fit with a 5 ms window by 0.83.
+NOISY_REL_RMSE_MAX = 0.04
 
 
 def make_truth(robot, rng) -> np.ndarray:
@@ -135,9 +136,10 @@ def test_noise_free_predicts_held_out_torque(z1, clean_fit):
     robot, (qh, vh, ah, tau_h) = z1["robot"], z1["held"]
     pred = predict_torque(robot, clean_fit.estimate, qh, vh, ah, VS)
     err = rel_rmse(pred, tau_h)
-    assert err < 1e-3, err  # measured 1.0e-05
-    # noise-free data: the CV prefers the least smoothing
-    assert clean_fit.filter["window"] == min(e["window"] for e in clean_fit.filter["cv"])
+    assert err < 1e-3, err  # measured 7.5e-07
+    # noise-free data: the CV prefers the least smoothing (smallest window of the chosen order)
+    f = clean_fit.filter
+    assert f["window"] == min(e["window"] for e in f["cv"] if e["polyorder"] == f["polyorder"])
 
 
 def test_noise_free_recovers_base_parameters(z1, clean_fit):
@@ -205,6 +207,10 @@ def test_noisy_cv_picks_smoothing_and_predicts(z1):
     err = rel_rmse(predict_torque(robot, res.estimate, qh, vh, ah, VS), tau_h)
     assert err < NOISY_REL_RMSE_MAX, err
     assert np.all(res.std[np.isfinite(res.std)] > 0)
+    # the tuning matters: the same least squares with the smallest window is far worse
+    naive = LeastSquaresSG(windows=[min(windows)], polyorder=3).fit(log, robot).result_
+    err_naive = rel_rmse(predict_torque(robot, naive.estimate, qh, vh, ah, VS), tau_h)
+    assert err_naive > 3 * err, (err_naive, err)
 
 
 # ---------------------------------------------------------------------------------------- (d) NaN column
