@@ -40,10 +40,14 @@ This is the "ID (tuned SG)" baseline of the paper (Sec. IX-E), done the way a ca
    and a tiny ridge ``prior_weight * ||x - x_nominal||^2`` (in column-scaled units, so relative to the
    unit diagonal of the scaled normal matrix) keeps the directions the data cannot see at the URDF
    nominal: only base-parameter combinations are identifiable from torques.
-6. The reported standard deviations come from the LS covariance ``s^2 (A^T A)^+`` of the final weighted
-   problem; ``inf`` marks a parameter that is not identifiable on its own (a component in the numerical
-   null space of the regressor), ``NaN`` a parameter held fixed (``fit_friction``/``fit_armature`` off).
-   The filtered residuals are serially correlated, so these are optimistic (a lower bound).
+6. The reported standard deviations come from the LS covariance ``tau_LR s^2 (A^T A)^+`` of the final
+   weighted problem, where ``tau_LR`` (``filter["variance_inflation"]``) is the Bartlett long-run-variance
+   factor of the residual series (lags up to the window): the filtered residuals are serially correlated,
+   and without it the std would be ~sqrt(tau_LR) times too small.  ``inf`` marks a parameter that is not
+   identifiable on its own (a component in the numerical null space of the regressor), ``NaN`` a
+   parameter held fixed (``fit_friction``/``fit_armature`` off).  They describe noise only, not the
+   bias of filtering noisy positions (errors in variables, SG attenuation), which dominates for strong
+   position noise: treat them as a lower bound.
    Physical consistency is *not* enforced (classical baseline) but reported per body (pseudo-inertia
    matrix positive definite, Wensing et al. 2017).
 """
@@ -401,6 +405,21 @@ def _prepare(log: Log, robot: RobotModel) -> _Prepared:
     return _Prepared(dt=dt, q=q, tau=tau, tau_valid=valid, meas=meas, resampled=resampled)
 
 
+def _bartlett_factor(r: np.ndarray, lags: int) -> float:
+    """Long-run variance over variance of a series: 1 + 2 sum_k (1 - k/(L+1)) rho_k, k = 1..L (Bartlett)."""
+    r = np.asarray(r, dtype=float) - np.mean(r) if r.size else r
+    n = r.size
+    lags = int(min(lags, n - 1))
+    if n < 3 or lags < 1 or not np.any(r):
+        return 1.0
+    nfft = 1 << int(np.ceil(np.log2(2 * n)))
+    f = np.fft.rfft(r, nfft)
+    acf = np.fft.irfft(f * np.conj(f), nfft)[: lags + 1]
+    rho = acf[1:] / acf[0]
+    k = np.arange(1, lags + 1)
+    return float(1.0 + 2.0 * np.sum((1.0 - k / (lags + 1.0)) * rho))
+
+
 def _sg(x: np.ndarray, window: int, polyorder: int, deriv: int, dt: float) -> np.ndarray:
     return savgol_filter(x, window, polyorder, deriv=deriv, delta=dt, axis=0, mode="interp")
 
@@ -645,7 +664,7 @@ class LeastSquaresSG:
         h = w // 2
         all_rows = np.arange(h, n_s - h)
         A, b, _, fit_ok = self._signals(prep, robot, w, o, all_rows, p0, free)
-        x, std_free, rank, res_rms = self._solve_final(A, b, fit_ok, scale, p0[free])
+        x, std_free, rank, res_rms, inflation = self._solve_final(A, b, fit_ok, scale, p0[free], w)
         est = p0.copy()
         est[free] = x
         std = np.full(p0.size, np.nan)
@@ -660,7 +679,7 @@ class LeastSquaresSG:
         filt = {
             "window": int(w), "window_s": float(w * prep.dt), "polyorder": int(o), "dt": prep.dt,
             "resampled": prep.resampled, "folds": K, "cv_stride": int(stride),
-            "cv_trimmed_samples": int(h_max),
+            "cv_trimmed_samples": int(h_max), "variance_inflation": inflation,
             "scored_against": "raw measured effort (held-out block), per-joint RMS-normalised",
             "cv": table,
         }
@@ -703,7 +722,7 @@ class LeastSquaresSG:
         w = 1.0 / sigma2
         return self._ridge_solve(np.tensordot(w, G, 1), np.tensordot(w, g, 1), x0)
 
-    def _solve_final(self, A, b, fit_ok, scale, x0):
+    def _solve_final(self, A, b, fit_ok, scale, x0, window):
         """Two-step weighted ridge LS on all rows (QR, then SVD of R); returns x, std, rank, residual RMS.
 
         ``A`` (nj, n_rows, nc), ``b`` and ``fit_ok`` (nj, n_rows).
@@ -745,6 +764,13 @@ class LeastSquaresSG:
         x[act] = xs / d_a
         r = As @ xs - bw
         s2 = float(r @ r) / max(m - rank, 1)
+        # the filtered residuals are serially correlated over ~ a window: inflate the variance by the
+        # Bartlett long-run-variance factor of each joint's residual series (row-weighted mean over joints)
+        lengths = [A[j, rows_of[j]].shape[0] for j in range(nj)]
+        pieces = np.split(r, np.cumsum(lengths)[:-1])
+        taus = [_bartlett_factor(piece, window) for piece in pieces]
+        inflation = float(max(np.average(taus, weights=np.maximum(lengths, 1)), 1.0))
+        s2 *= inflation
         V = Vt.T
         var_s = s2 * np.sum((V[:, :rank] / S[:rank]) ** 2, axis=1)
         null_part = np.sum(V[:, rank:] ** 2, axis=1)
@@ -755,4 +781,4 @@ class LeastSquaresSG:
         res_rms = np.array([
             np.sqrt(np.mean((A[j, rows_of[j]] @ x - b[j, rows_of[j]]) ** 2)) for j in range(nj)
         ])
-        return x, std, rank, res_rms
+        return x, std, rank, res_rms, inflation
