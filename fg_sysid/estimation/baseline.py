@@ -436,7 +436,7 @@ class LeastSquaresSG:
         SG polynomial order(s) (>= 2: the second derivative is used); several are cross-validated too.
         The default (3, 4) covers orders 2-5 for the smoothed position and the acceleration (a symmetric
         SG smoother or 2nd derivative of even order 2k equals the one of order 2k+1); on noisy z1 logs
-        (0.01 rad / 0.01 N m at 1 kHz) it halved the held-out error of polyorder 3 alone (1.2-2.3 % vs
+        (12 s, 0.01 rad / 0.01 N m at 1 kHz) it halved the held-out error of polyorder 3 alone (1.2-2.3 % vs
         2.4-4.4 % over 5 seeds) for twice the CV time.
     folds : int
         Number of contiguous CV blocks (K).
