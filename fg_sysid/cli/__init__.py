@@ -14,3 +14,4 @@ from .common import main  # noqa: F401  (the click group)
 from . import robots as _robots  # noqa: E402,F401
 from . import simulate as _simulate  # noqa: E402,F401
 from . import identifiability as _identifiability  # noqa: E402,F401
+from . import excite as _excite  # noqa: E402,F401
