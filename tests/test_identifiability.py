@@ -167,8 +167,21 @@ def test_floating_base_wrench_only_equals_full_without_rotors():
     assert numerical_identifiability(m, rows="base").rank == 31
     rot = default_rotors(m)
     assert numerical_identifiability(m, rotors=rot, rows="base").rank == 31  # rotors need joint torques
-    with pytest.raises(NotImplementedError):
-        rpna(m, rotors=rot, sensing="base_wrench")
+    assert rpna(m, rotors=rot, sensing="base_wrench").identifiable == 31
+
+
+@pytest.mark.parametrize("case", ["scara", "skew"])
+def test_base_wrench_only_with_rotors_matches_numerical(case):
+    if case == "scara":  # the prismatic joint's rotor is seen by the base wrench: 36 = 35 + 1
+        m = P.scara(floating_base=True)
+        rot = default_rotors(m)
+        expected = 36
+    else:  # rotors not parallel to their joints: all three identifiable from the base wrench
+        m = P.chain_from_dh([(0, 0, 0), (np.pi / 2, 0.3, 0.1), (0.4, 0.2, 0.1)], floating_base=True)
+        rot = [Rotor("joint1", 5, (1, 0, 0)), Rotor("joint2", 3, (0, 1, 1)), Rotor("joint3", 1, (0, 0, 1))]
+        expected = 34
+    r = rpna(m, rotors=rot, sensing="base_wrench")
+    assert r.identifiable == numerical_identifiability(m, rotors=rot, rows="base").rank == expected
 
 
 def test_rotor_rule_floating_parallel_unit_gear():

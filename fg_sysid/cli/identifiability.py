@@ -45,15 +45,11 @@ def identifiability_cmd(robot_name, floating_base, rotors, gear_ratio, no_gravit
     gravity = not no_gravity
     sensing = "base_wrench" if base_wrench_only else "full"
     try:
-        if base_wrench_only and rot:
-            res = None  # exact RPNA does not cover this case: numerical only
-            numerical = True
-        else:
-            res = rpna(robot, rotors=rot, gravity=gravity, static=static, sensing=sensing, rtol=rtol)
+        res = rpna(robot, rotors=rot, gravity=gravity, static=static, sensing=sensing, rtol=rtol)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             res_ng = None
-            if res and gravity and not static:
+            if gravity and not static and not base_wrench_only:
                 res_ng = rpna(robot, rotors=rot, gravity=False, rtol=rtol)
         num = None
         if numerical:
@@ -61,18 +57,6 @@ def identifiability_cmd(robot_name, floating_base, rotors, gear_ratio, no_gravit
                                             static=static, rtol=rtol)
     except ValueError as e:
         fail(str(e))
-
-    if res is None:
-        out = {"robot": robot.name, "identifiable": num.rank, "parameters": num.n_parameters,
-               "method": "numerical", "bodies": [], "base_parameters": num.base_names,
-               "numerical": num.as_dict()}
-        if as_json:
-            click.echo(json.dumps(out))
-        else:
-            click.echo(f"robot {robot.name}: {num.rank} identifiable of {num.n_parameters} parameters "
-                       "(numerical rank; base wrench only, with rotors)")
-            click.echo("base parameters: " + ", ".join(num.base_names))
-        return
 
     bp = res.base_parameters()
     out = {"robot": robot.name, "method": "rpna"}

@@ -197,16 +197,23 @@ class Rotor:
 
 
 def default_rotors(model: pin.Model, gear_ratio: float | None = None, fallback: float = 100.0) -> list[Rotor]:
-    """One rotor per 1-DoF joint, on the joint axis. Gear ratio: ``gear_ratio`` if given, else
-    ``model.rotorGearRatio`` where non-zero, else ``fallback`` (URDFs carry no gear ratios; 100 is a
-    typical harmonic-drive value, and any ratio other than 1 gives the same identifiability)."""
+    """One rotor per 1-DoF joint, on the joint axis.
+
+    Gear ratio: ``gear_ratio`` if given; else ``model.rotorGearRatio`` when the model carries rotor
+    data (some ratio != 1 or some ``rotorInertia`` != 0; Pinocchio's defaults are ratio 1, inertia 0,
+    which is what every URDF gives); else ``fallback`` (100, a typical harmonic-drive value; any ratio
+    other than 1 gives the same identifiability)."""
+    gr = np.asarray(model.rotorGearRatio, float)
+    has_data = bool(np.any(gr != 1.0) or np.any(np.asarray(model.rotorInertia) != 0.0))
     out = []
-    gr = np.asarray(model.rotorGearRatio)
     for j in range(1, model.njoints):
         jm = model.joints[j]
         if jm.nv != 1:
             continue
-        n = gear_ratio if gear_ratio is not None else (gr[jm.idx_v] if gr[jm.idx_v] != 0 else fallback)
+        if gear_ratio is not None:
+            n = gear_ratio
+        else:
+            n = gr[jm.idx_v] if has_data and gr[jm.idx_v] != 0 else fallback
         out.append(Rotor(model.names[j], float(n)))
     return out
 
@@ -430,8 +437,11 @@ def rpna(
         static: identifiability from static (gravity-only, ``v = a = 0``) data; needs gravity.
         sensing: ``"full"`` (joint torques + base wrench) or ``"base_wrench"`` (floating base, only the
             6 base-wrench equations). Without rotors both give the same subspace (Ayusawa et al. 2014,
-            Theorem 3 of the paper); base-wrench sensing with rotors is not covered by the exact
-            algorithm (use `numerical_identifiability(..., rows="base")`).
+            Theorem 3 of the paper). With rotors the paper only remarks that rotors are generally not
+            identifiable from ground forces; here the rotor joint's own column ``Phi_bar`` is left out
+            of its velocity span (it carries the torque condition ``Phi_bar^T dI_bar Phi_bar``, seen
+            only by that joint's torque). This extension is ours and is checked against the numerical
+            base-wrench rank (tests/test_identifiability.py).
         rtol: relative singular-value tolerance of every rank decision.
         warn_decades: warn (`IdentifiabilityWarning`) when a rank decision is closer than this many
             decades to ``rtol``.
@@ -443,11 +453,6 @@ def rpna(
     if sensing == "base_wrench":
         if not floating:
             raise ValueError("base-wrench sensing needs a floating-base model (free-flyer root)")
-        if rotors:
-            raise NotImplementedError(
-                "base-wrench-only identifiability with rotors is not covered by the exact RPNA; "
-                "use numerical_identifiability(..., rows='base')"
-            )
     if static and not gravity:
         raise ValueError("static identifiability needs gravity")
     geom = _joint_geometry(model)
@@ -501,7 +506,8 @@ def rpna(
             Abar = np.zeros((11, 11))
             Abar[:10, :10] = As[0]  # a symmetric rotor is invariant under its own spin: A(phi_m) r = 0
             Vm = rk.ctrb([Cbar], Xbar @ Vp)
-            Vbar = Vm if static else rk.orth(np.hstack([Vm, Phibar]))
+            # base-wrench sensing drops the joint's own column (the torque condition), see docstring
+            Vbar = Vm if (static or sensing == "base_wrench") else rk.orth(np.hstack([Vm, Phibar]))
             Mbar = np.vstack([
                 M_matrix(Vbar[:6], S),
                 (np.einsum("ac,ab,b->c", Vbar[6:], inertia_hat(rvec), phi_m))[None, :],
