@@ -324,7 +324,6 @@ class RPNAResult:
     def identifiable_basis(self) -> np.ndarray:
         """Rows spanning the identifiable combinations (``Nsys``; its null space is `null_basis`)."""
         n = self.n_parameters
-        rows = [None] * len(self.bodies)  # rows[i][k]: Nsys block row of body i restricted to body k
         out = []
         children = [[] for _ in self.bodies]
         for i, b in enumerate(self.bodies):
@@ -342,7 +341,6 @@ class RPNAResult:
                 R[:, self._cols[j]] = R[:, self._cols[p][:10]] @ self._B[j]
                 stack.extend(children[j])
             out.append(R)
-        del rows
         return np.vstack(out) if out else np.zeros((0, n))
 
     def base_parameters(self, preference=PAPER_TABLE_ORDER) -> BaseParameters:
