@@ -156,6 +156,56 @@ class ParameterLayout:
         J[self.s_armature, self.s_armature] = np.diag(Ja)
         return J
 
+    def jacobian_inverse(self, theta: np.ndarray) -> np.ndarray:
+        """Dense dθ/dp (n, n): the block-wise inverse of `jacobian`."""
+        Ji, Jf, Ja = self.jacobian_blocks(theta)
+        K = np.zeros((self.n, self.n))
+        o = 0
+        for b in Ji:
+            K[o:o + 10, o:o + 10] = np.linalg.inv(b)
+            o += 10
+        for b in Jf:
+            K[o:o + self.kf, o:o + self.kf] = np.linalg.inv(b)
+            o += self.kf
+        K[self.s_armature, self.s_armature] = np.diag(1.0 / Ja)
+        return K
+
+    def retract_physical(self, theta: np.ndarray, dp: np.ndarray) -> np.ndarray:
+        """θ of the physical point p(θ) + dp, block by block.
+
+        A body whose updated parameters stay well inside the physically consistent set (pseudo-inertia
+        eigenvalues above 1e-6 of its largest) is mapped back exactly through the parameterization's
+        inverse; otherwise, and for friction/armature coefficients that would shrink by more than half,
+        the block takes the first-order step θ_b + (dp_b/dθ_b)^{-1} dp_b, which stays consistent by
+        construction of the parameterization.
+        """
+        theta = np.asarray(theta, float)
+        p = self.to_physical(theta)
+        pn = p + dp
+        out = np.empty_like(theta)
+        Ji, Jf, Ja = self.jacobian_blocks(theta)
+        ti, tf, ta = self.split(theta)
+        pi_new, pf_new, pa_new = self.split(pn)
+        _, pf_old, pa_old = self.split(p)
+        dpi, dpf, dpa = self.split(dp)
+        oi = out[self.s_inertial].reshape(self.nb, 10)
+        for b in range(self.nb):
+            if _well_inside(pi_new[b]):
+                oi[b] = self.inertia.to_theta(pi_new[b])
+            else:
+                oi[b] = ti[b] + np.linalg.solve(Ji[b], dpi[b])
+        out[self.s_inertial] = oi.ravel()
+        of = out[self.s_friction].reshape(self.nj, self.kf)
+        for j in range(self.nj):
+            if np.all(pf_new[j] > 0.5 * pf_old[j]):
+                of[j] = self.friction.to_theta(pf_new[j])
+            else:
+                of[j] = tf[j] + np.linalg.solve(Jf[j], dpf[j])
+        out[self.s_friction] = of.ravel()
+        ok = pa_new > 0.5 * pa_old
+        out[self.s_armature] = np.where(ok, self.armature.to_theta(np.where(ok, pa_new, 1.0)), ta + dpa / Ja)
+        return out
+
     # ------------------------------------------------------------------ nominal and prior
     def nominal_physical(self) -> np.ndarray:
         """URDF inertias, friction from URDF <dynamics> (with floors), small positive armature."""
@@ -193,6 +243,16 @@ class ParameterLayout:
         return th0, std
 
 
+def _well_inside(pi: np.ndarray, margin: float = 1e-6) -> bool:
+    """True when the 4x4 pseudo-inertia of π is positive definite with eigenvalues > margin·max."""
+    import pinocchio as pin
+
+    if not np.all(np.isfinite(pi)) or pi[0] <= 0:
+        return False
+    ev = np.linalg.eigvalsh(np.asarray(pin.PseudoInertia.FromDynamicParameters(pi).toMatrix()))
+    return bool(ev[0] > margin * ev[-1])
+
+
 def default_armature(robot: RobotModel) -> np.ndarray:
     """Prior mean of the armature [kg·m²]: the URDF's when set, else 1 % of the joint's largest
     diagonal mass-matrix entry at the neutral pose (a small positive value)."""
@@ -218,7 +278,11 @@ def inertial_prior_std(parameterization: str, pi: np.ndarray, relative: float) -
         h_scale = np.maximum(np.abs(pi[1:4]), m * max(r_gyr, np.linalg.norm(c)))
         return np.concatenate([[relative], relative * h_scale, [relative] * 3, [relative] * 3])
     if parameterization == "log-cholesky":
-        return np.full(10, relative)
+        # θ = (α, d1, d2, d3, s12, s23, s13, t1, t2, t3): m = e^{2α}; e^{d}, s are lengths [m] of the
+        # Cholesky factor of the second moment per unit mass; t = COM [m].
+        length = max(r_gyr, 1e-3)
+        return np.concatenate([[relative / 2], [relative / 2] * 3, [relative * length] * 3,
+                               relative * np.maximum(np.abs(c), length)])
     # raw: relative to each entry with a floor from the body's scale
     scale = np.concatenate([[m], [m * max(r_gyr, np.linalg.norm(c))] * 3, [m * max(r_gyr, 1e-3) ** 2] * 6])
     return relative * np.maximum(np.abs(pi), scale)

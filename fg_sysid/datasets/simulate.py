@@ -197,6 +197,7 @@ def simulate(
     seed: int,
     trajectory: FourierTrajectory | None = None,
     friction_velocity_scale: float = 0.05,
+    truth: dict | None = None,
 ) -> SimResult:
     """Simulate ``duration`` seconds sampled at ``rate`` Hz (``round(duration·rate) + 1`` samples).
 
@@ -204,6 +205,9 @@ def simulate(
     the noise model. ``trajectory`` (desired motion) defaults to ``FourierTrajectory.random`` drawn
     from ``seed``; the truth draws do not depend on whether a trajectory is given except through the
     friction/armature scales (which depend on the planned motion).
+
+    ``truth`` (a previous run's ``SimResult.truth``) reuses that robot — same inertias, friction and
+    armature — for held-out logs of the same system with another seed's motion.
     """
     _check_robot(robot)
     for name, val in (("duration", duration), ("rate", rate)):
@@ -255,6 +259,10 @@ def simulate(
     fv = fv_nom * rng_truth.uniform(*FRICTION_RANGE, n)
     arm = arm_nom * rng_truth.uniform(*FRICTION_RANGE, n)
     vs = float(friction_velocity_scale)
+    if truth is not None:
+        given = truth_arrays(truth, robot)
+        P_true, fc, fv, arm = given["inertial"], given["fc"], given["fv"], given["armature"]
+        vs = float(truth.get("friction_velocity_scale", vs))
 
     true_model = robot.pinocchio_model_with(P_true)
     true_model.armature = np.asarray(arm, float).copy()

@@ -40,8 +40,21 @@ class LinearizedGraph:
     knot: list = field(default_factory=list)  # [(J (N, m, nx), r (N, m))]
     knot_theta: list = field(default_factory=list)  # [(Jx (N, m, nx), Jt (N, m, nθ), r (N, m))]
     pair: list = field(default_factory=list)  # [(J0 (N-1, m, nx), J1 (N-1, m, nx), r (N-1, m))]
-    prior_w: np.ndarray | None = None  # (nθ,) diagonal of the whitened prior Jacobian
-    prior_r: np.ndarray | None = None  # (nθ,)
+    prior_w: np.ndarray | None = None  # whitened prior Jacobian: (nθ,) diagonal or (m, nθ) matrix
+    prior_r: np.ndarray | None = None  # (nθ,) or (m,)
+
+    def prior_jacobian(self) -> np.ndarray:
+        w = np.asarray(self.prior_w, float)
+        return np.diag(w) if w.ndim == 1 else w
+
+    def cost_parts(self) -> dict:
+        """½‖r‖² of each factor kind: knot, knot_theta, pair, prior."""
+        return {
+            "knot": 0.5 * sum(float(np.sum(r * r)) for _, r in self.knot),
+            "knot_theta": 0.5 * sum(float(np.sum(r * r)) for _, _, r in self.knot_theta),
+            "pair": 0.5 * sum(float(np.sum(r * r)) for _, _, r in self.pair),
+            "prior": 0.0 if self.prior_r is None else 0.5 * float(np.sum(self.prior_r ** 2)),
+        }
 
     def cost(self) -> float:
         c = 0.0
@@ -86,8 +99,9 @@ class LinearizedGraph:
             gx[:-1] += np.einsum("nmx,nm->nx", J0, r)
             gx[1:] += np.einsum("nmx,nm->nx", J1, r)
         if self.prior_w is not None:
-            Htt[np.diag_indices(nt)] += self.prior_w ** 2
-            gt += self.prior_w * self.prior_r
+            Jp = self.prior_jacobian()
+            Htt += Jp.T @ Jp
+            gt += Jp.T @ self.prior_r
         return D, B, C, Htt, gx, gt
 
 
@@ -207,7 +221,8 @@ def solve_gtsam(graph: LinearizedGraph, lam: float = 0.0) -> Step:
         for k in range(N - 1):
             gfg.push_back(gtsam.JacobianFactor(state(k), J0[k], state(k + 1), J1[k], -r[k], model(m)))
     if graph.prior_w is not None:
-        gfg.push_back(gtsam.JacobianFactor(THETA, np.diag(graph.prior_w), -graph.prior_r, model(nt)))
+        Jp = graph.prior_jacobian()
+        gfg.push_back(gtsam.JacobianFactor(THETA, Jp, -graph.prior_r, model(Jp.shape[0])))
     if lam > 0:
         D, _, _, Htt, _, _ = graph.normal_equations()
         floor = 1e-12 * max(float(np.max(np.abs(np.diagonal(D, axis1=1, axis2=2)))), 1.0)

@@ -1,0 +1,122 @@
+"""Frozen identification result: parameter table, smoothed trajectory, convergence, timings."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from ..layout import ParameterLayout
+from ..parameterizations import check_physical_consistency
+
+
+@dataclass(frozen=True, eq=False)
+class IdentificationResult:
+    """What an estimator learned. Physical parameters in the layout's order and units (SI).
+
+    Attributes:
+        names, groups: parameter names (``<link>.m``, ``<joint>.fc``, ...) and their groups.
+        estimate, std: physical estimate and marginal std (delta method through dp/dθ).
+        prior_mean, prior_std: the prior, mapped to physical units the same way.
+        theta, theta_cov: unconstrained estimate and its marginal covariance.
+        trajectory: smoothed knots (t, q.<j>, v.<j>, a.<j>), or None (classical baselines).
+        history: per-iteration records (cost, λ, seconds).
+        converged, seconds, knots, noise, method: run summary.
+    """
+
+    layout: ParameterLayout
+    names: tuple
+    groups: tuple
+    estimate: np.ndarray
+    std: np.ndarray
+    prior_mean: np.ndarray
+    prior_std: np.ndarray
+    theta: np.ndarray
+    theta_cov: np.ndarray
+    trajectory: pd.DataFrame | None
+    history: list
+    converged: bool
+    seconds: float
+    knots: int
+    noise: dict
+    method: str
+    id_residual_rms: np.ndarray = field(default_factory=lambda: np.zeros(0))
+
+    @classmethod
+    def build(cls, layout: ParameterLayout, theta, theta_cov, theta_prior, t, q, v, a, history, converged,
+              seconds, noise, method, knots, id_residual=None) -> IdentificationResult:
+        theta_bar, theta_std = theta_prior
+        J = layout.jacobian(theta)
+        p = layout.to_physical(theta)
+        with np.errstate(invalid="ignore"):
+            std = np.sqrt(np.clip(np.einsum("ij,jk,ik->i", J, theta_cov, J), 0, None))
+        J0 = layout.jacobian(theta_bar)
+        prior_std = np.sqrt(np.einsum("ij,j,ij->i", J0, theta_std ** 2, J0))
+        traj = None
+        if q is not None:
+            cols = {"t": t}
+            for i, j in enumerate(layout.robot.joint_names):
+                iv = layout.robot.joint_index_v()[i]
+                cols[f"q.{j}"] = q[:, layout.robot.joint_index_q()[i]]
+                cols[f"v.{j}"] = v[:, iv]
+                cols[f"a.{j}"] = a[:, iv]
+            traj = pd.DataFrame(cols)
+        rms = np.zeros(0)
+        if id_residual is not None:
+            rms = np.sqrt(np.mean(id_residual ** 2, axis=0))
+        return cls(layout, tuple(layout.names), tuple(layout.groups()), p, std, layout.to_physical(theta_bar),
+                   prior_std, np.asarray(theta), np.asarray(theta_cov), traj, list(history), bool(converged),
+                   float(seconds), int(knots), dict(noise), method, rms)
+
+    # ------------------------------------------------------------------ views
+    def parameters_table(self) -> pd.DataFrame:
+        """Columns: name, group, estimate, std, prior_mean, prior_std, std_ratio (posterior/prior std:
+        near 1 = set by the prior, near 0 = identified by the data)."""
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio = self.std / self.prior_std
+        return pd.DataFrame({"name": self.names, "group": self.groups, "estimate": self.estimate,
+                             "std": self.std, "prior_mean": self.prior_mean, "prior_std": self.prior_std,
+                             "std_ratio": ratio})
+
+    def inertial(self) -> np.ndarray:
+        """(n_bodies, 10) physical inertial parameters."""
+        return self.layout.split(self.estimate)[0].copy()
+
+    def consistency_problems(self) -> list[str]:
+        return check_physical_consistency(self.inertial(), list(self.layout.robot.body_names))
+
+    def summary(self) -> dict:
+        costs = [h["cost"] for h in self.history]
+        per_it = [h["seconds"] for h in self.history]
+        return {
+            "method": self.method,
+            "robot": self.layout.robot.name,
+            "joints": list(self.layout.robot.joint_names),
+            "locked_joints": self.layout.robot.locked_joints,
+            "knots": self.knots,
+            "iterations": len(self.history),
+            "final_cost": costs[-1] if costs else None,
+            "converged": self.converged,
+            "seconds": self.seconds,
+            "seconds_per_iteration": float(np.mean(per_it)) if per_it else None,
+            "parameters": len(self.names),
+            "inertia_parameterization": self.layout.inertia.name,
+            "friction_model": self.layout.friction.name,
+            "physically_consistent": not self.consistency_problems(),
+            "noise": self.noise,
+            "inverse_dynamics_residual_rms": self.id_residual_rms.tolist(),
+            "cost_history": costs,
+        }
+
+    def to_json(self) -> str:
+        return json.dumps(self.summary(), indent=2, default=_jsonable)
+
+
+def _jsonable(o):
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    if isinstance(o, (np.floating, np.integer)):
+        return o.item()
+    raise TypeError(type(o))

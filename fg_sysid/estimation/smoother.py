@@ -1,0 +1,360 @@
+"""Batch joint state–parameter smoother (paper 004 eq. 1, fixed base).
+
+Unknowns: per knot k the state x_k = (q_k, v_k, a_k) and the global parameter vector θ. The MAP problem
+
+    min  Σ_k ‖q_k ⊖ q̂_k‖²_{Σq} + ‖v_k − v̂_k‖²_{Σv}                        (encoders)
+       + Σ_k ‖M(q_k)a_k + h(q_k,v_k) + A a_k + τ_f(v_k) − τ̂_k‖²_{Στ}         (inverse dynamics)
+       + Σ_k ‖integration(x_k, x_{k+1})‖²_{Σp}                                (process noise)
+       + ‖θ − θ̄‖²_{Σθ}                                                        (parameter prior)
+
+is solved by Levenberg–Marquardt driven from Python: each iteration linearizes all factors in batch
+(one Pinocchio RNEA-derivatives and one regressor call per knot), then solves the arrow-structured
+normal equations in O(N) (`linear_solver`). θ's marginal covariance is the inverse Schur complement at
+the solution. Noise levels left as None are estimated from the log (`noise`), and the effort noise is
+re-estimated from the inverse-dynamics residuals between rounds (iteratively reweighted least squares).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+from threadpoolctl import threadpool_limits
+
+from ..datasets.log import Log
+from ..factors.inverse_dynamics import InverseDynamicsResidual
+from ..factors.kinematics import encoder_residual, integration_residual, velocity_residual
+from ..factors.manifold import ConfigurationSpace
+from ..layout import ParameterLayout
+from ..robots import RobotModel
+from .linear_solver import LinearizedGraph, SingularSystemError, solve_gtsam, solve_structured
+from .noise import highfreq_noise_std, savgol_derivatives
+from .result import IdentificationResult
+
+
+class EstimationError(RuntimeError):
+    """The estimation could not run or diverged (message says why)."""
+
+
+@dataclass
+class NoiseLevels:
+    """Standard deviations used by the factors (per joint arrays)."""
+
+    q: np.ndarray  # rad
+    v: np.ndarray | None  # rad/s
+    tau: np.ndarray  # N·m
+    process_q: np.ndarray  # rad
+    process_v: np.ndarray  # rad/s
+    source: dict = field(default_factory=dict)
+
+    def as_dict(self) -> dict:
+        d = {k: (None if getattr(self, k) is None else np.asarray(getattr(self, k)).tolist())
+             for k in ("q", "v", "tau", "process_q", "process_v")}
+        d["source"] = dict(self.source)
+        return d
+
+
+class JointSmoother:
+    """Joint state–parameter batch smoother (scikit-learn style: configure, ``fit(log)``, read ``result_``).
+
+    Args:
+        robot: the `RobotModel` whose joints match the log.
+        inertia: inertial parameterization ("log-cholesky" (default), "exponential-eigenvalue", "raw");
+            LM steps are taken in its unconstrained coordinates θ, so every iterate is physically
+            consistent (except with "raw").
+        friction: friction model ("coulomb-viscous", "stribeck6").
+        friction_velocity_scale: smooth-sign velocity scale of Coulomb friction [rad/s].
+        knot_stride: one knot every ``knot_stride`` samples (1 = every sample).
+        sigma_q, sigma_v, sigma_tau: measurement noise std [rad, rad/s, N·m] (scalar or per joint);
+            None = estimated from the log.
+        sigma_process: std of the velocity-integration residual per unit step [rad/s per s]; None = 1 %
+            of the RMS acceleration (a stiff but not rigid kinematic link).
+        prior_relative: relative prior uncertainty on the URDF inertial values (0.7 = 70 %).
+        prior_mean: optional physical parameter vector to centre the prior on instead of the URDF.
+        reweight_rounds: rounds of effort-noise re-estimation from the ID residuals (0 = off).
+        max_iterations, tol: LM stopping rules (relative cost decrease).
+        solver: "structured" (default, O(N) block elimination) or "gtsam" (GTSAM multifrontal).
+        verbose: print one line per iteration to stderr.
+    """
+
+    def __init__(self, robot: RobotModel, inertia: str = "log-cholesky",
+                 friction: str = "coulomb-viscous", friction_velocity_scale: float = 0.05,
+                 knot_stride: int = 1, sigma_q=None, sigma_v=None, sigma_tau=None, sigma_process=None,
+                 prior_relative: float = 0.7, prior_mean: np.ndarray | None = None,
+                 reweight_rounds: int = 1, max_iterations: int = 30, tol: float = 1e-4,
+                 solver: str = "structured", init: str = "ls-sg", process_fraction: float = 0.3,
+                 fit_friction: bool = True, fit_armature: bool = True,
+                 verbose: bool = False):
+        self.robot = robot
+        self.inertia = inertia
+        self.friction = friction
+        self.friction_velocity_scale = friction_velocity_scale
+        self.knot_stride = knot_stride
+        self.sigma_q = sigma_q
+        self.sigma_v = sigma_v
+        self.sigma_tau = sigma_tau
+        self.sigma_process = sigma_process
+        self.prior_relative = prior_relative
+        self.prior_mean = prior_mean
+        self.reweight_rounds = reweight_rounds
+        self.max_iterations = max_iterations
+        self.tol = tol
+        self.solver = solver
+        self.init = init
+        self.process_fraction = process_fraction
+        self.fit_friction = fit_friction
+        self.fit_armature = fit_armature
+        self.verbose = verbose
+
+    # ------------------------------------------------------------------ public
+    def fit(self, log: Log) -> JointSmoother:
+        # small dense blocks: one BLAS thread is faster than several on shared cores
+        with threadpool_limits(limits=1, user_api="blas"):
+            return self._fit(log)
+
+    def _fit(self, log: Log) -> JointSmoother:
+        t_start = time.perf_counter()
+        robot = self.robot
+        if tuple(log.joint_names) != tuple(robot.joint_names):
+            raise EstimationError(
+                f"log joints {list(log.joint_names)} do not match robot {robot.name!r} joints "
+                f"{list(robot.joint_names)}")
+        if self.solver not in ("structured", "gtsam"):
+            raise ValueError(f"solver must be 'structured' or 'gtsam', not {self.solver!r}")
+        if robot.floating_base:
+            raise EstimationError("floating-base robots are not supported by this smoother yet")
+        stride = max(int(self.knot_stride), 1)
+        idx = np.arange(0, log.n_samples, stride)
+        if idx.size < 4:
+            raise EstimationError(f"log {log.source!r} has {log.n_samples} samples: too few knots")
+        self.layout_ = layout = ParameterLayout.create(
+            robot, self.inertia, self.friction, self.friction_velocity_scale,
+            fit_friction=self.fit_friction, fit_armature=self.fit_armature)
+        self._space = ConfigurationSpace(robot.model)
+        self._id = InverseDynamicsResidual(layout)
+        iv = robot.joint_index_v()
+        t = log.t[idx]
+        self._h = np.diff(t)
+        nv = robot.nv
+        # measurements in velocity layout (fixed base: joints == velocity coordinates)
+        self._qm = np.asarray(log.q, float)[idx]
+        self._vm = None if log.v is None else np.asarray(log.v, float)[idx]
+        taum = np.full((idx.size, nv), np.nan)
+        taum[:, iv] = np.asarray(log.tau, float)[idx]
+        self._tau_mask = ~np.isnan(taum)
+        self._taum = np.where(self._tau_mask, taum, 0.0)
+        unmeasured = [j for j, m in zip(robot.joint_names, log.tau_measured, strict=True) if not m]
+        if unmeasured:
+            warnings.warn(f"efforts not measured for joints {unmeasured}: their inverse-dynamics rows are "
+                          "left out", stacklevel=2)
+        if not np.any(log.tau_measured):
+            warnings.warn("no effort is measured: parameters come from the prior alone", stacklevel=2)
+        # initial trajectory: Savitzky–Golay smoothing with the window that blocked cross-validation of
+        # the classical baseline picks on this log (the best fixed filter for this log's noise)
+        # and θ from that baseline's least-squares estimate, mapped into the parameterization (bodies
+        # outside the physically consistent set are projected onto it by `to_theta`)
+        window_s, order, p_init = 0.05, 3, None
+        if self.init == "ls-sg" and np.any(log.tau_measured):
+            from .baseline import LeastSquaresSG
+
+            try:
+                ls = LeastSquaresSG(velocity_scale=self.friction_velocity_scale, fit_friction=self.fit_friction,
+                                    fit_armature=self.fit_armature, blas_threads=None).fit(log, robot).result_
+                window_s, order = float(ls.filter["window_s"]), int(ls.filter["polyorder"])
+                if self.friction == "coulomb-viscous":
+                    p_init = ls.estimate
+            except ValueError as e:
+                warnings.warn(f"cross-validated initial filter unavailable ({e}); using 50 ms", stacklevel=2)
+        self.init_filter_ = {"window_s": window_s, "polyorder": order}
+        self._log(f"initial trajectory: Savitzky–Golay window {window_s * 1e3:.0f} ms, order {order}")
+        qs, vs, as_ = savgol_derivatives(log.t, np.asarray(log.q, float), window_s, order)
+        q0 = qs[idx].copy()
+        v0 = vs[idx].copy()
+        a0 = as_[idx].copy()
+        self.noise_ = noise = self._noise_levels(log, idx, a0)
+        prior_mean_phys = None if self.prior_mean is None else np.asarray(self.prior_mean, float)
+        theta_bar, theta_std = layout.prior(self.prior_relative, mean_physical=prior_mean_phys)
+        self._theta_bar, self._theta_std = theta_bar, theta_std
+        theta = theta_bar.copy()
+        if p_init is not None:
+            theta = layout.to_theta(np.where(np.isfinite(p_init), p_init, layout.to_physical(theta_bar)))
+        x = (q0, v0, a0)
+        history: list[dict] = []
+        # later rounds re-estimate the effort noise from the inverse-dynamics residuals (IRLS: model
+        # errors of real robots show up there), never below the high-frequency estimate
+        tau_target = noise.tau.copy()
+        # stage 0: θ alone on the smoothed initial trajectory (inverse-dynamics least squares with the
+        # prior), so the joint problem starts near a consistent state–parameter pair
+
+        converged = False
+        rounds = 1 + max(int(self.reweight_rounds), 0) if self.sigma_tau is None else 1
+        for rnd in range(rounds):
+            x, theta, converged, hist = self._levenberg_marquardt(x, theta, noise, rnd)
+            history += hist
+            if rnd < rounds - 1:
+                r = self._id.evaluate(*x, self._taum, theta, jacobians=False).r
+                rms = np.sqrt(np.sum((r * self._tau_mask) ** 2, axis=0)
+                              / np.maximum(self._tau_mask.sum(axis=0), 1))
+                new_tau = np.maximum(tau_target, rms[iv])
+                change = np.max(np.abs(np.log(new_tau / noise.tau)))
+                noise.tau = new_tau
+                noise.source["tau"] = f"re-estimated from inverse-dynamics residuals (round {rnd + 1})"
+                if change < 0.05:
+                    break
+        # marginal covariance of θ at the solution (undamped Schur complement)
+        graph = self._linearize(x, theta, noise)
+        try:
+            step = solve_structured(graph, 0.0)
+            cov = np.linalg.inv(step.schur)
+        except (SingularSystemError, np.linalg.LinAlgError):
+            cov = np.full((layout.n, layout.n), np.nan)
+        seconds = time.perf_counter() - t_start
+        self.result_ = IdentificationResult.build(
+            layout=layout, theta=theta, theta_cov=cov, theta_prior=(theta_bar, theta_std),
+            t=t, q=x[0], v=x[1], a=x[2], history=history, converged=converged, seconds=seconds,
+            noise=noise.as_dict(), method="smoother", knots=int(idx.size),
+            id_residual=self._id.evaluate(*x, self._taum, theta, jacobians=False).r * self._tau_mask,
+        )
+        return self
+
+    # ------------------------------------------------------------------ noise
+    def _noise_levels(self, log: Log, idx, a0) -> NoiseLevels:
+        nj = self.robot.n_joints
+        src = {}
+
+        def per_joint(val, name, est, floor):
+            if val is not None:
+                src[name] = "given"
+                return np.broadcast_to(np.asarray(val, float), (nj,)).copy()
+            src[name] = "estimated from the log's high-frequency content"
+            return np.maximum(np.nan_to_num(est, nan=floor), floor)
+
+        q = np.asarray(log.q, float)
+        sq = per_joint(self.sigma_q, "q", highfreq_noise_std(q), 1e-6)
+        sv = None
+        if log.v is not None:
+            sv = per_joint(self.sigma_v, "v", highfreq_noise_std(np.asarray(log.v, float)), 1e-5)
+        tau = np.asarray(log.tau, float)
+        tau_rms = np.sqrt(np.nanmean(tau ** 2, axis=0))
+        tau_floor = np.maximum(1e-3 * np.nan_to_num(tau_rms, nan=1.0), 1e-4)
+        st = per_joint(self.sigma_tau, "tau", highfreq_noise_std(tau), 1e-4)
+        st = np.maximum(st, tau_floor)
+        h = float(np.median(self._h))
+        if self.sigma_process is None:
+            a_rms = np.sqrt(np.mean(a0 ** 2, axis=0))
+            spv = np.maximum(self.process_fraction * a_rms, 1e-3) * h
+            src["process"] = f"{self.process_fraction:g} x the RMS acceleration per step"
+        else:
+            spv = np.broadcast_to(np.asarray(self.sigma_process, float), (nj,)) * h
+            src["process"] = "given"
+        spq = spv * h
+        nl = NoiseLevels(sq, sv, st, spq, spv, src)
+        nl.tau_rms = np.nan_to_num(tau_rms, nan=1.0)
+        return nl
+
+    # ------------------------------------------------------------------ graph
+    def _linearize(self, x, theta, noise: NoiseLevels, jacobians: bool = True, freeze_theta: bool = False):
+        q, v, a = x
+        N, nv = v.shape
+        nx = 3 * nv
+        layout = self.layout_
+        graph = LinearizedGraph(N, nx, layout.n)
+        iv = self.robot.joint_index_v()
+        wq = np.zeros(nv)
+        wq[iv] = 1.0 / noise.q
+        r, J = encoder_residual(self._space, q, self._qm, jacobians)
+        graph.knot.append((None if J is None else J * wq[None, :, None], r * wq))
+        if self._vm is not None:
+            wv = np.zeros(nv)
+            wv[iv] = 1.0 / noise.v
+            r, J = velocity_residual(v, self._vm, jacobians)
+            graph.knot.append((None if J is None else J * wv[None, :, None], r * wv))
+        wt = np.zeros(nv)
+        wt[iv] = 1.0 / noise.tau
+        W = self._tau_mask * wt[None, :]
+        lin = self._id.evaluate(q, v, a, self._taum, theta, jacobians)
+        r = lin.r * W
+        if jacobians:
+            Jx = np.concatenate([lin.Jq, lin.Jv, lin.Ja], axis=2) * W[:, :, None]
+            graph.knot_theta.append((Jx, lin.Jtheta * W[:, :, None], r))
+        else:
+            graph.knot_theta.append((None, None, r))
+        wp = np.zeros(2 * nv)
+        wp[iv] = 1.0 / noise.process_q
+        wp[nv + iv] = 1.0 / noise.process_v
+        pl = integration_residual(self._space, q, v, a, self._h, jacobians)
+        graph.pair.append((None if pl.J0 is None else pl.J0 * wp[None, :, None],
+                           None if pl.J1 is None else pl.J1 * wp[None, :, None], pl.r * wp))
+        graph.prior_r = (theta - self._theta_bar) / self._theta_std
+        if freeze_theta:  # θ held: no parameter columns, the prior alone fixes δθ = 0
+            if jacobians:
+                Jx, Jt, r = graph.knot_theta[0]
+                graph.knot_theta[0] = (Jx, np.zeros_like(Jt), r)
+            graph.prior_w = np.ones(layout.n)
+            graph.prior_r = np.zeros(layout.n)
+        else:
+            graph.prior_w = 1.0 / self._theta_std
+        return graph
+
+    def _retract(self, x, dx):
+        q, v, a = x
+        nv = v.shape[1]
+        return (self._space.integrate(q, dx[:, :nv]), v + dx[:, nv:2 * nv], a + dx[:, 2 * nv:])
+
+    def _levenberg_marquardt(self, x, theta, noise, rnd, freeze_theta: bool = False):
+        solve = solve_structured if self.solver == "structured" else solve_gtsam
+        lam, nu = 1e-6, 2.0
+        history = []
+        converged = False
+        graph = self._linearize(x, theta, noise, freeze_theta=freeze_theta)
+        cost = graph.cost()
+        if not np.isfinite(cost):
+            raise EstimationError("initial cost is not finite (check the log for extreme values)")
+        for it in range(self.max_iterations):
+            t0 = time.perf_counter()
+            accepted = False
+            for _ in range(12):
+                try:
+                    step = solve(graph, lam)
+                except SingularSystemError:
+                    lam, nu = lam * nu, nu * 2
+                    continue
+                x_new = self._retract(x, step.dx)
+                theta_new = theta + step.dtheta
+                new_cost = self._linearize(x_new, theta_new, noise, jacobians=False,
+                                           freeze_theta=freeze_theta).cost()
+                pred = step.predicted_decrease
+                if not np.isfinite(pred):  # gtsam back end: predict from a fresh model evaluation
+                    pred = max(cost - new_cost, 1e-300)
+                rho = (cost - new_cost) / max(pred, 1e-300)
+                if np.isfinite(new_cost) and new_cost < cost and rho > 0:
+                    accepted = True
+                    lam *= max(1.0 / 3.0, 1.0 - (2.0 * rho - 1.0) ** 3)
+                    nu = 2.0
+                    break
+                lam, nu = lam * nu, nu * 2
+            if not accepted:
+                converged = True  # no decrease possible: at a (local) minimum to working precision
+                self._log(f"round {rnd} iter {it:3d}: no further decrease (λ={lam:.1e})")
+                break
+            rel = (cost - new_cost) / max(cost, 1e-300)
+            x, theta, cost = x_new, theta_new, new_cost
+            graph = self._linearize(x, theta, noise, freeze_theta=freeze_theta)
+            dt = time.perf_counter() - t0
+            history.append({"round": rnd, "iteration": it, "cost": cost, "lambda": lam, "seconds": dt,
+                            "step_theta": float(np.linalg.norm(step.dtheta))})
+            parts = graph.cost_parts()
+            self._log(f"round {rnd} iter {it:3d}: cost {cost:.6e} (enc {parts['knot']:.2e} id {parts['knot_theta']:.2e} "
+                      f"int {parts['pair']:.2e} prior {parts['prior']:.2e})  rel.decrease {rel:.2e}  λ {lam:.1e}  "
+                      f"{dt:.2f} s")
+            if rel < self.tol:
+                converged = True
+                break
+        return x, theta, converged, history
+
+    def _log(self, msg: str) -> None:
+        if self.verbose:
+            print(msg, file=sys.stderr, flush=True)
