@@ -181,7 +181,7 @@ class JointSmoother:
         theta = theta_bar.copy()
         if p_init is not None:
             theta = layout.to_theta(np.where(np.isfinite(p_init), p_init, layout.to_physical(theta_bar)))
-        x = (q0, v0, a0)
+        x = self._kinematic_init((q0, v0, a0), noise)
         history: list[dict] = []
         # later rounds re-estimate the effort noise from the inverse-dynamics residuals (IRLS: model
         # errors of real robots show up there), never below the high-frequency estimate
@@ -298,6 +298,26 @@ class JointSmoother:
         else:
             graph.prior_w = 1.0 / self._theta_std
         return graph
+
+    def _kinematic_init(self, x, noise: NoiseLevels, iterations: int = 2):
+        """Make the smoothed initial states consistent with the integration factors: a linear(ized)
+        smoother over encoders, velocity measurements and integration, with the smoothed accelerations
+        as weak pseudo-measurements (std = their RMS) in place of the dynamics."""
+        q, v, a = x
+        N, nv = v.shape
+        a_ref = a.copy()
+        wa = 1.0 / np.maximum(np.sqrt(np.mean(a_ref ** 2, axis=0)), 1e-3)
+        Ja = np.zeros((N, nv, 3 * nv))
+        Ja[:, :, 2 * nv:] = np.diag(wa)
+        for _ in range(iterations):
+            graph = self._linearize((q, v, a), self._theta_bar, noise, freeze_theta=True)
+            graph.knot_theta = []
+            graph.knot.append((Ja, (a - a_ref) * wa))
+            step = solve_structured(graph, 0.0)
+            q, v, a = self._retract((q, v, a), step.dx)
+            if self._space.is_vector_space:
+                break
+        return q, v, a
 
     def _retract(self, x, dx):
         q, v, a = x
