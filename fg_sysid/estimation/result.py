@@ -43,6 +43,7 @@ class IdentificationResult:
     noise: dict
     method: str
     id_residual_rms: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    std_ratio: np.ndarray = field(default_factory=lambda: np.zeros(0))
 
     @classmethod
     def build(cls, layout: ParameterLayout, theta, theta_cov, theta_prior, t, q, v, a, history, converged,
@@ -54,6 +55,11 @@ class IdentificationResult:
             std = np.sqrt(np.clip(np.einsum("ij,jk,ik->i", J, theta_cov, J), 0, None))
         J0 = layout.jacobian(theta_bar)
         prior_std = np.sqrt(np.einsum("ij,j,ij->i", J0, theta_std ** 2, J0))
+        # identification ratio: posterior / prior std, both propagated through dp/dθ at the estimate
+        # (so that the ratio is ≤ 1 whenever the data only add information)
+        prior_at_est = np.sqrt(np.einsum("ij,j,ij->i", J, theta_std ** 2, J))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio = std / prior_at_est
         traj = None
         if q is not None:
             cols = {"t": t}
@@ -68,14 +74,13 @@ class IdentificationResult:
             rms = np.sqrt(np.mean(id_residual ** 2, axis=0))
         return cls(layout, tuple(layout.names), tuple(layout.groups()), p, std, layout.to_physical(theta_bar),
                    prior_std, np.asarray(theta), np.asarray(theta_cov), traj, list(history), bool(converged),
-                   float(seconds), int(knots), dict(noise), method, rms)
+                   float(seconds), int(knots), dict(noise), method, rms, ratio)
 
     # ------------------------------------------------------------------ views
     def parameters_table(self) -> pd.DataFrame:
-        """Columns: name, group, estimate, std, prior_mean, prior_std, std_ratio (posterior/prior std:
-        near 1 = set by the prior, near 0 = identified by the data)."""
-        with np.errstate(divide="ignore", invalid="ignore"):
-            ratio = self.std / self.prior_std
+        """Columns: name, group, estimate, std, prior_mean, prior_std, std_ratio (posterior/prior std at
+        the estimate: near 1 = set by the prior, near 0 = identified by the data)."""
+        ratio = self.std_ratio
         return pd.DataFrame({"name": self.names, "group": self.groups, "estimate": self.estimate,
                              "std": self.std, "prior_mean": self.prior_mean, "prior_std": self.prior_std,
                              "std_ratio": ratio})

@@ -238,10 +238,13 @@ class JointSmoother:
         if log.v is not None:
             sv = per_joint(self.sigma_v, "v", highfreq_noise_std(np.asarray(log.v, float)), 1e-5)
         tau = np.asarray(log.tau, float)
-        tau_rms = np.sqrt(np.nanmean(tau ** 2, axis=0))
+        with np.errstate(invalid="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN (unmeasured) columns
+            tau_rms = np.sqrt(np.nanmean(tau ** 2, axis=0))
         tau_floor = np.maximum(1e-3 * np.nan_to_num(tau_rms, nan=1.0), 1e-4)
         st = per_joint(self.sigma_tau, "tau", highfreq_noise_std(tau), 1e-4)
-        st = np.maximum(st, tau_floor)
+        if self.sigma_tau is None:  # a noise-free log must not give infinite weights
+            st = np.maximum(st, tau_floor)
         h = float(np.median(self._h))
         if self.sigma_process is None:
             a_rms = np.sqrt(np.mean(a0 ** 2, axis=0))
@@ -325,54 +328,76 @@ class JointSmoother:
         return (self._space.integrate(q, dx[:, :nv]), v + dx[:, nv:2 * nv], a + dx[:, 2 * nv:])
 
     def _levenberg_marquardt(self, x, theta, noise, rnd, freeze_theta: bool = False):
+        """Levenberg–Marquardt with a backtracking line search along each damped step.
+
+        The damping λ starts tiny (a Gauss–Newton step); a step that does not lower the cost is first
+        shortened (α = 1/2, 1/4, ... 1/64, no new solve), and λ is raised tenfold only when that fails
+        too; after an accepted full step λ shrinks tenfold. Stops when the linear model predicts a
+        relative decrease below ``tol`` after a full step, or two steps in a row lowered the cost by
+        less than ``tol`` (converged), or after ``max_iterations``.
+        """
         solve = solve_structured if self.solver == "structured" else solve_gtsam
-        lam, nu = 1e-6, 2.0
+        lam = 1e-9
         history = []
         converged = False
         graph = self._linearize(x, theta, noise, freeze_theta=freeze_theta)
         cost = graph.cost()
         if not np.isfinite(cost):
             raise EstimationError("initial cost is not finite (check the log for extreme values)")
+
+        def cost_at(xx, tt):
+            return self._linearize(xx, tt, noise, jacobians=False, freeze_theta=freeze_theta).cost()
+
+        prev_small = False
         for it in range(self.max_iterations):
             t0 = time.perf_counter()
             accepted = False
-            for _ in range(12):
+            alpha = 1.0
+            for _ in range(8):
                 try:
                     step = solve(graph, lam)
                 except SingularSystemError:
-                    lam, nu = lam * nu, nu * 2
+                    lam = max(lam * 10, 1e-6)
                     continue
-                x_new = self._retract(x, step.dx)
-                theta_new = theta + step.dtheta
-                new_cost = self._linearize(x_new, theta_new, noise, jacobians=False,
-                                           freeze_theta=freeze_theta).cost()
                 pred = step.predicted_decrease
-                if not np.isfinite(pred):  # gtsam back end: predict from a fresh model evaluation
-                    pred = max(cost - new_cost, 1e-300)
-                rho = (cost - new_cost) / max(pred, 1e-300)
-                if np.isfinite(new_cost) and new_cost < cost and rho > 0:
-                    accepted = True
-                    lam *= max(1.0 / 3.0, 1.0 - (2.0 * rho - 1.0) ** 3)
-                    nu = 2.0
+                if np.isfinite(pred) and pred < self.tol * 1e-2 * cost:
+                    break  # the model predicts nothing more to gain
+                alpha = 1.0
+                while alpha >= 1 / 64:
+                    x_new = self._retract(x, alpha * step.dx)
+                    theta_new = theta + alpha * step.dtheta
+                    new_cost = cost_at(x_new, theta_new)
+                    if np.isfinite(new_cost) and new_cost < cost:
+                        accepted = True
+                        break
+                    alpha *= 0.5
+                if accepted:
+                    if alpha == 1.0:
+                        lam = max(lam / 10, 1e-12)
                     break
-                lam, nu = lam * nu, nu * 2
+                lam = max(lam * 10, 1e-6)
             if not accepted:
-                converged = True  # no decrease possible: at a (local) minimum to working precision
+                converged = True  # no decrease possible: a (local) minimum to working precision
                 self._log(f"round {rnd} iter {it:3d}: no further decrease (λ={lam:.1e})")
                 break
             rel = (cost - new_cost) / max(cost, 1e-300)
+            pred_rel = (step.predicted_decrease / max(cost, 1e-300)) if np.isfinite(step.predicted_decrease) \
+                else rel
             x, theta, cost = x_new, theta_new, new_cost
             graph = self._linearize(x, theta, noise, freeze_theta=freeze_theta)
             dt = time.perf_counter() - t0
-            history.append({"round": rnd, "iteration": it, "cost": cost, "lambda": lam, "seconds": dt,
-                            "step_theta": float(np.linalg.norm(step.dtheta))})
+            history.append({"round": rnd, "iteration": it, "cost": cost, "lambda": lam, "alpha": alpha,
+                            "seconds": dt, "step_theta": float(np.linalg.norm(alpha * step.dtheta))})
             parts = graph.cost_parts()
-            self._log(f"round {rnd} iter {it:3d}: cost {cost:.6e} (enc {parts['knot']:.2e} id {parts['knot_theta']:.2e} "
-                      f"int {parts['pair']:.2e} prior {parts['prior']:.2e})  rel.decrease {rel:.2e}  λ {lam:.1e}  "
-                      f"{dt:.2f} s")
-            if rel < self.tol:
+            self._log(f"round {rnd} iter {it:3d}: cost {cost:.6e} (enc {parts['knot']:.2e} "
+                      f"id {parts['knot_theta']:.2e} int {parts['pair']:.2e} prior {parts['prior']:.2e})  "
+                      f"rel.decrease {rel:.2e}  step {alpha:.3g}  λ {lam:.0e}  {dt:.2f} s")
+            # converged: the linear model has nothing left to gain, or two steps in a row gained < tol
+            small = rel < self.tol
+            if (alpha == 1.0 and max(rel, pred_rel) < self.tol) or (small and prev_small):
                 converged = True
                 break
+            prev_small = small
         return x, theta, converged, history
 
     def _log(self, msg: str) -> None:
