@@ -19,6 +19,7 @@ import numpy as np
 
 from .parameterizations import (
     FrictionModel,
+    check_physical_consistency,
     InertiaParameterization,
     PositiveScalar,
     friction_model,
@@ -156,55 +157,41 @@ class ParameterLayout:
         J[self.s_armature, self.s_armature] = np.diag(Ja)
         return J
 
-    def jacobian_inverse(self, theta: np.ndarray) -> np.ndarray:
-        """Dense dθ/dp (n, n): the block-wise inverse of `jacobian`."""
-        Ji, Jf, Ja = self.jacobian_blocks(theta)
-        K = np.zeros((self.n, self.n))
-        o = 0
-        for b in Ji:
-            K[o:o + 10, o:o + 10] = np.linalg.inv(b)
-            o += 10
-        for b in Jf:
-            K[o:o + self.kf, o:o + self.kf] = np.linalg.inv(b)
-            o += self.kf
-        K[self.s_armature, self.s_armature] = np.diag(1.0 / Ja)
-        return K
+    def to_theta_projected(self, p: np.ndarray, fallback: np.ndarray) -> tuple[np.ndarray, list[str]]:
+        """θ of ``p`` with every block that is not usable replaced by the same block of ``fallback``.
 
-    def retract_physical(self, theta: np.ndarray, dp: np.ndarray) -> np.ndarray:
-        """θ of the physical point p(θ) + dp, block by block.
-
-        A body whose updated parameters stay well inside the physically consistent set (pseudo-inertia
-        eigenvalues above 1e-6 of its largest) is mapped back exactly through the parameterization's
-        inverse; otherwise, and for friction/armature coefficients that would shrink by more than half,
-        the block takes the first-order step θ_b + (dp_b/dθ_b)^{-1} dp_b, which stays consistent by
-        construction of the parameterization.
+        A body is unusable when it is not physically consistent (`check_physical_consistency`) or its
+        parameterization cannot represent it; friction and armature coefficients must be > 0 and finite.
+        Returns θ and the names of the replaced blocks.
         """
-        theta = np.asarray(theta, float)
-        p = self.to_physical(theta)
-        pn = p + dp
-        out = np.empty_like(theta)
-        Ji, Jf, Ja = self.jacobian_blocks(theta)
-        ti, tf, ta = self.split(theta)
-        pi_new, pf_new, pa_new = self.split(pn)
-        _, pf_old, pa_old = self.split(p)
-        dpi, dpf, dpa = self.split(dp)
-        oi = out[self.s_inertial].reshape(self.nb, 10)
-        for b in range(self.nb):
-            if _well_inside(pi_new[b]):
-                oi[b] = self.inertia.to_theta(pi_new[b])
+        p = np.asarray(p, float)
+        fallback = np.asarray(fallback, float)
+        pi, pf, pa = self.split(p)
+        fi, ff, fa = self.split(fallback)
+        replaced = []
+        th = self.to_theta(fallback)
+        ti = th[self.s_inertial].reshape(self.nb, 10)
+        for b, name in enumerate(self.robot.body_names):
+            ok = np.all(np.isfinite(pi[b])) and not check_physical_consistency(pi[b][None], [name])
+            if ok:
+                try:
+                    ti[b] = self.inertia.to_theta(pi[b])
+                except np.linalg.LinAlgError:
+                    ok = False
+            if not ok:
+                replaced.append(name)
+        th[self.s_inertial] = ti.ravel()
+        tf = th[self.s_friction].reshape(self.nj, self.kf)
+        for j, name in enumerate(self.robot.joint_names):
+            if np.all(np.isfinite(pf[j])) and np.all(pf[j] > 0):
+                tf[j] = self.friction.to_theta(pf[j])
             else:
-                oi[b] = ti[b] + np.linalg.solve(Ji[b], dpi[b])
-        out[self.s_inertial] = oi.ravel()
-        of = out[self.s_friction].reshape(self.nj, self.kf)
-        for j in range(self.nj):
-            if np.all(pf_new[j] > 0.5 * pf_old[j]):
-                of[j] = self.friction.to_theta(pf_new[j])
-            else:
-                of[j] = tf[j] + np.linalg.solve(Jf[j], dpf[j])
-        out[self.s_friction] = of.ravel()
-        ok = pa_new > 0.5 * pa_old
-        out[self.s_armature] = np.where(ok, self.armature.to_theta(np.where(ok, pa_new, 1.0)), ta + dpa / Ja)
-        return out
+                replaced.append(f"{name} friction")
+        th[self.s_friction] = tf.ravel()
+        ok = np.isfinite(pa) & (pa > 0)
+        th[self.s_armature] = np.where(ok, self.armature.to_theta(np.where(ok, pa, 1.0)), th[self.s_armature])
+        replaced += [f"{n} armature" for n, o in zip(self.robot.joint_names, ok, strict=True) if not o]
+        return th, replaced
 
     # ------------------------------------------------------------------ nominal and prior
     def nominal_physical(self) -> np.ndarray:
@@ -241,16 +228,6 @@ class ParameterLayout:
         if not self.fit_armature:
             std[self.s_armature] = 1e-6
         return th0, std
-
-
-def _well_inside(pi: np.ndarray, margin: float = 1e-6) -> bool:
-    """True when the 4x4 pseudo-inertia of π is positive definite with eigenvalues > margin·max."""
-    import pinocchio as pin
-
-    if not np.all(np.isfinite(pi)) or pi[0] <= 0:
-        return False
-    ev = np.linalg.eigvalsh(np.asarray(pin.PseudoInertia.FromDynamicParameters(pi).toMatrix()))
-    return bool(ev[0] > margin * ev[-1])
 
 
 def default_armature(robot: RobotModel) -> np.ndarray:

@@ -8,6 +8,8 @@ make this an over-estimate, which is the safe side for a noise level.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 from scipy.signal import savgol_filter
 
@@ -18,8 +20,17 @@ def highfreq_noise_std(x: np.ndarray) -> np.ndarray:
     if x.shape[0] < 8:
         return np.full(x.shape[1], np.nan)
     d3 = np.diff(x, n=3, axis=0)
-    mad = np.nanmedian(np.abs(d3 - np.nanmedian(d3, axis=0)), axis=0)
-    return 1.4826 * mad / np.sqrt(20.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns (unmeasured) give NaN
+        mad = np.nanmedian(np.abs(d3 - np.nanmedian(d3, axis=0)), axis=0)
+    sigma = 1.4826 * mad / np.sqrt(20.0)
+    # quantized channels (encoders, current sensors) can have a zero MAD: never below step/√12
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        d1 = np.abs(np.diff(x, axis=0))
+        d1[d1 <= 1e-12 * np.nanmax(np.abs(x), axis=0, initial=0.0)] = np.nan
+        step = np.nanmin(d1, axis=0)
+    return np.fmax(sigma, step / np.sqrt(12.0))
 
 
 def savgol_derivatives(t: np.ndarray, q: np.ndarray, window_s: float = 0.05, polyorder: int = 3):

@@ -156,7 +156,7 @@ class JointSmoother:
         # the classical baseline picks on this log (the best fixed filter for this log's noise)
         # and θ from that baseline's least-squares estimate, mapped into the parameterization (bodies
         # outside the physically consistent set are projected onto it by `to_theta`)
-        window_s, order, p_init = 0.05, 3, None
+        window_s, order, p_init, ls_rms = 0.05, 3, None, {}
         if self.init == "ls-sg" and np.any(log.tau_measured):
             from .baseline import LeastSquaresSG
 
@@ -164,6 +164,7 @@ class JointSmoother:
                 ls = LeastSquaresSG(velocity_scale=self.friction_velocity_scale, fit_friction=self.fit_friction,
                                     fit_armature=self.fit_armature, blas_threads=None).fit(log, robot).result_
                 window_s, order = float(ls.filter["window_s"]), int(ls.filter["polyorder"])
+                ls_rms = dict(zip(ls.measured_joints, ls.residual_rms, strict=True))
                 if self.friction == "coulomb-viscous":
                     p_init = ls.estimate
             except ValueError as e:
@@ -174,13 +175,16 @@ class JointSmoother:
         q0 = qs[idx].copy()
         v0 = vs[idx].copy()
         a0 = as_[idx].copy()
-        self.noise_ = noise = self._noise_levels(log, idx, a0)
+        self.noise_ = noise = self._noise_levels(log, idx, a0, ls_rms)
         prior_mean_phys = None if self.prior_mean is None else np.asarray(self.prior_mean, float)
         theta_bar, theta_std = layout.prior(self.prior_relative, mean_physical=prior_mean_phys)
         self._theta_bar, self._theta_std = theta_bar, theta_std
         theta = theta_bar.copy()
         if p_init is not None:
-            theta = layout.to_theta(np.where(np.isfinite(p_init), p_init, layout.to_physical(theta_bar)))
+            theta, replaced = layout.to_theta_projected(p_init, layout.to_physical(theta_bar))
+            if replaced:
+                self._log("initial θ: least-squares blocks not physically valid, prior mean used for: "
+                          + ", ".join(replaced))
         x = self._kinematic_init((q0, v0, a0), noise)
         history: list[dict] = []
         # later rounds re-estimate the effort noise from the inverse-dynamics residuals (IRLS: model
@@ -195,6 +199,8 @@ class JointSmoother:
             x, theta, converged, hist = self._levenberg_marquardt(x, theta, noise, rnd)
             history += hist
             if rnd < rounds - 1:
+                if not converged:
+                    break  # residuals of an unconverged round are no noise estimate
                 r = self._id.evaluate(*x, self._taum, theta, jacobians=False).r
                 rms = np.sqrt(np.sum((r * self._tau_mask) ** 2, axis=0)
                               / np.maximum(self._tau_mask.sum(axis=0), 1))
@@ -221,7 +227,10 @@ class JointSmoother:
         return self
 
     # ------------------------------------------------------------------ noise
-    def _noise_levels(self, log: Log, idx, a0) -> NoiseLevels:
+    def _noise_levels(self, log: Log, idx, a0, model_error: dict) -> NoiseLevels:
+        """Noise levels; ``model_error`` maps joints to the RMS residual of the classical fit against
+        the filtered effort (what a rigid-body model with friction cannot explain), added in quadrature
+        to the sensor noise of the effort."""
         nj = self.robot.n_joints
         src = {}
 
@@ -243,8 +252,12 @@ class JointSmoother:
             tau_rms = np.sqrt(np.nanmean(tau ** 2, axis=0))
         tau_floor = np.maximum(1e-3 * np.nan_to_num(tau_rms, nan=1.0), 1e-4)
         st = per_joint(self.sigma_tau, "tau", highfreq_noise_std(tau), 1e-4)
-        if self.sigma_tau is None:  # a noise-free log must not give infinite weights
-            st = np.maximum(st, tau_floor)
+        if self.sigma_tau is None:
+            me = np.array([model_error.get(j, 0.0) for j in self.robot.joint_names], float)
+            st = np.sqrt(st ** 2 + np.nan_to_num(me) ** 2)
+            if np.any(me > 0):
+                src["tau"] += " plus the classical fit's residual (model error)"
+            st = np.maximum(st, tau_floor)  # a noise-free log must not give infinite weights
         h = float(np.median(self._h))
         if self.sigma_process is None:
             a_rms = np.sqrt(np.mean(a0 ** 2, axis=0))
@@ -353,6 +366,7 @@ class JointSmoother:
             t0 = time.perf_counter()
             accepted = False
             alpha = 1.0
+            step = None
             for _ in range(8):
                 try:
                     step = solve(graph, lam)
@@ -377,8 +391,11 @@ class JointSmoother:
                     break
                 lam = max(lam * 10, 1e-6)
             if not accepted:
-                converged = True  # no decrease possible: a (local) minimum to working precision
-                self._log(f"round {rnd} iter {it:3d}: no further decrease (λ={lam:.1e})")
+                # no step lowers the cost: a minimum to working precision if the model agrees
+                pred = step.predicted_decrease if step is not None else np.inf
+                converged = bool(np.isfinite(pred) and pred < 1e-3 * max(cost, 1e-300))
+                self._log(f"round {rnd} iter {it:3d}: no further decrease (λ={lam:.1e}); "
+                          + ("converged" if converged else "stalled"))
                 break
             rel = (cost - new_cost) / max(cost, 1e-300)
             pred_rel = (step.predicted_decrease / max(cost, 1e-300)) if np.isfinite(step.predicted_decrease) \

@@ -41,6 +41,8 @@ class InverseDynamicsResidual:
         self.layout = layout
         self.robot = layout.robot
         self.model = self.robot.model.copy()  # private: inertias are rewritten per θ
+        # armature is a parameter of the layout: Pinocchio's own (URDF) armature would count it twice
+        self.model.armature = np.zeros(self.model.nv)
         self.data = self.model.createData()
         self.iv = self.robot.joint_index_v()
         self._theta = None
