@@ -117,3 +117,22 @@ def test_bad_input_is_named():
         JointSmoother(other).fit(short)
     with pytest.raises(ValueError, match="solver"):
         JointSmoother(other, solver="magic").fit(train.log)
+
+
+def test_parameter_identifiability_columns(z1_fit):
+    """Each parameter says whether ideal data could determine it and whether this log did."""
+    robot, train, held, sm, ls = z1_fit
+    table = sm.result_.parameters_table()
+    for col in ("structural", "identifiable_fraction", "determined_by"):
+        assert col in table
+    by_name = table.set_index("name")
+    # the base link's mass cannot be seen by joint torques of a fixed-base arm; the prior keeps it
+    assert by_name.loc["link01.m", "structural"] == "unidentifiable"
+    assert by_name.loc["link01.m", "std_ratio"] > 0.95
+    # friction of a measured joint is identifiable, and this log did identify joint2's
+    assert by_name.loc["joint2.fv", "structural"] == "identifiable"
+    assert by_name.loc["joint2.fv", "std_ratio"] < 0.2
+    assert set(table["structural"]) <= {"identifiable", "combination", "unidentifiable"}
+    pq = sm.result_.physical_quantities()
+    assert list(pq["body"]) == list(robot.body_names)
+    assert (pq["mass"] > 0).all()

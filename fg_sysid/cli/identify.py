@@ -211,6 +211,16 @@ def write_identification(out_dir, result, sg_filter, robot, log, log_path, robot
               "`std_ratio` = posterior std / prior std: near 0 the log set the parameter, "
               "near 1 the prior did.",
               "", markdown_table(parameters_excerpt(table)), ""]
+    if hasattr(result, "physical_quantities"):
+        pq = result.physical_quantities()
+        pq.to_csv(out_dir / "physical_quantities.csv", index=False)
+        lines += ["## Physical quantities per body (who set them: the log or the prior)", "",
+                  "Mass [kg], COM [m] in the body frame, principal-axis-free inertia about the COM "
+                  "[kg·m²]. `set_by` compares the posterior std with the prior std of the parameters "
+                  "each quantity is computed from (`log`: ratio < 0.5, `prior`: > 0.9). Structural "
+                  "identifiability of every parameter is in `parameters.csv` (`structural`, "
+                  "`identifiable_fraction`; see docs/identifiability.md).", "",
+                  markdown_table(pq), ""]
     if method == "smoother":
         plot_convergence(history, out_dir / "convergence.png", title=f"{robot.name}: cost per LM iteration")
         lines += ["## Convergence", "", "![cost per iteration](convergence.png)", "",

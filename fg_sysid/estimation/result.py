@@ -44,10 +44,12 @@ class IdentificationResult:
     method: str
     id_residual_rms: np.ndarray = field(default_factory=lambda: np.zeros(0))
     std_ratio: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    identifiability: pd.DataFrame | None = None
 
     @classmethod
     def build(cls, layout: ParameterLayout, theta, theta_cov, theta_prior, t, q, v, a, history, converged,
-              seconds, noise, method, knots, id_residual=None) -> IdentificationResult:
+              seconds, noise, method, knots, id_residual=None,
+              measured_joints=None) -> IdentificationResult:
         theta_bar, theta_std = theta_prior
         J = layout.jacobian(theta)
         p = layout.to_physical(theta)
@@ -74,16 +76,40 @@ class IdentificationResult:
             rms = np.sqrt(np.mean(id_residual ** 2, axis=0))
         return cls(layout, tuple(layout.names), tuple(layout.groups()), p, std, layout.to_physical(theta_bar),
                    prior_std, np.asarray(theta), np.asarray(theta_cov), traj, list(history), bool(converged),
-                   float(seconds), int(knots), dict(noise), method, rms, ratio)
+                   float(seconds), int(knots), dict(noise), method, rms, ratio,
+                   _identifiability(layout, measured_joints))
 
     # ------------------------------------------------------------------ views
     def parameters_table(self) -> pd.DataFrame:
         """Columns: name, group, estimate, std, prior_mean, prior_std, std_ratio (posterior/prior std at
         the estimate: near 1 = set by the prior, near 0 = identified by the data)."""
         ratio = self.std_ratio
-        return pd.DataFrame({"name": self.names, "group": self.groups, "estimate": self.estimate,
-                             "std": self.std, "prior_mean": self.prior_mean, "prior_std": self.prior_std,
-                             "std_ratio": ratio})
+        df = pd.DataFrame({"name": self.names, "group": self.groups, "estimate": self.estimate,
+                           "std": self.std, "prior_mean": self.prior_mean, "prior_std": self.prior_std,
+                           "std_ratio": ratio})
+        if self.identifiability is not None:
+            df["structural"] = self.identifiability["structural"].to_numpy()
+            df["identifiable_fraction"] = self.identifiability["identifiable_fraction"].to_numpy()
+            df["determined_by"] = np.where(ratio < 0.5, "log", np.where(ratio > 0.9, "prior", "both"))
+        return df
+
+    def physical_quantities(self) -> pd.DataFrame:
+        """Per body the named physical quantities — mass [kg], COM [m] (body frame), rotational inertia
+        about the COM [kg·m²] — with whether the log or the prior set them (worst std_ratio of the
+        parameters they are computed from)."""
+        rows = []
+        pi = self.inertial()
+        ratio = self.std_ratio.reshape(-1)[: 10 * len(pi)].reshape(len(pi), 10)
+        for name, b, r in zip(self.layout.robot.body_names, pi, ratio, strict=True):
+            m = b[0]
+            c = b[1:4] / m
+            I = np.array([[b[4], b[5], b[7]], [b[5], b[6], b[8]], [b[7], b[8], b[9]]])
+            Ic = I - m * (np.dot(c, c) * np.eye(3) - np.outer(c, c))
+            rows.append({"body": name, "mass": m, "com_x": c[0], "com_y": c[1], "com_z": c[2],
+                         "Ic_xx": Ic[0, 0], "Ic_yy": Ic[1, 1], "Ic_zz": Ic[2, 2],
+                         "mass_set_by": _who(r[0]), "com_set_by": _who(np.max(r[1:4])),
+                         "inertia_set_by": _who(np.max(r[4:]))})
+        return pd.DataFrame(rows)
 
     def inertial(self) -> np.ndarray:
         """(n_bodies, 10) physical inertial parameters."""
@@ -117,6 +143,19 @@ class IdentificationResult:
 
     def to_json(self) -> str:
         return json.dumps(self.summary(), indent=2, default=_jsonable)
+
+
+def _who(ratio: float) -> str:
+    return "log" if ratio < 0.5 else "prior" if ratio > 0.9 else "log+prior"
+
+
+def _identifiability(layout, measured_joints):
+    try:
+        from ..identifiability.parameters import parameter_identifiability
+
+        return parameter_identifiability(layout, measured_joints)
+    except Exception:  # structural analysis is a report extra; never fail an identification for it
+        return None
 
 
 def _jsonable(o):

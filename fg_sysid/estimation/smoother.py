@@ -84,7 +84,7 @@ class JointSmoother:
                  friction: str = "coulomb-viscous", friction_velocity_scale: float = 0.05,
                  knot_stride: int = 1, sigma_q=None, sigma_v=None, sigma_tau=None, sigma_process=None,
                  prior_relative: float = 0.7, prior_mean: np.ndarray | None = None,
-                 reweight_rounds: int = 1, max_iterations: int = 30, tol: float = 1e-4,
+                 reweight_rounds: int = 2, max_iterations: int = 30, tol: float = 1e-4,
                  solver: str = "structured", init: str = "ls-sg", process_fraction: float = 0.3,
                  fit_friction: bool = True, fit_armature: bool = True,
                  verbose: bool = False):
@@ -199,12 +199,12 @@ class JointSmoother:
             x, theta, converged, hist = self._levenberg_marquardt(x, theta, noise, rnd)
             history += hist
             if rnd < rounds - 1:
-                if not converged:
-                    break  # residuals of an unconverged round are no noise estimate
+                # IRLS: the effort noise that the residuals show (model error of a real robot shows up
+                # there), between the high-frequency estimate and twice the classical fit's residual
                 r = self._id.evaluate(*x, self._taum, theta, jacobians=False).r
                 rms = np.sqrt(np.sum((r * self._tau_mask) ** 2, axis=0)
                               / np.maximum(self._tau_mask.sum(axis=0), 1))
-                new_tau = np.maximum(tau_target, rms[iv])
+                new_tau = np.clip(rms[iv], tau_target, np.maximum(tau_target, noise.tau_cap))
                 change = np.max(np.abs(np.log(new_tau / noise.tau)))
                 noise.tau = new_tau
                 noise.source["tau"] = f"re-estimated from inverse-dynamics residuals (round {rnd + 1})"
@@ -223,6 +223,7 @@ class JointSmoother:
             t=t, q=x[0], v=x[1], a=x[2], history=history, converged=converged, seconds=seconds,
             noise=noise.as_dict(), method="smoother", knots=int(idx.size),
             id_residual=self._id.evaluate(*x, self._taum, theta, jacobians=False).r * self._tau_mask,
+            measured_joints=[j for j, m in zip(robot.joint_names, log.tau_measured, strict=True) if m],
         )
         return self
 
@@ -252,12 +253,11 @@ class JointSmoother:
             tau_rms = np.sqrt(np.nanmean(tau ** 2, axis=0))
         tau_floor = np.maximum(1e-3 * np.nan_to_num(tau_rms, nan=1.0), 1e-4)
         st = per_joint(self.sigma_tau, "tau", highfreq_noise_std(tau), 1e-4)
+        tau_cap = np.full(nj, np.inf)
         if self.sigma_tau is None:
-            me = np.array([model_error.get(j, 0.0) for j in self.robot.joint_names], float)
-            st = np.sqrt(st ** 2 + np.nan_to_num(me) ** 2)
-            if np.any(me > 0):
-                src["tau"] += " plus the classical fit's residual (model error)"
             st = np.maximum(st, tau_floor)  # a noise-free log must not give infinite weights
+            me = np.array([model_error.get(j, np.nan) for j in self.robot.joint_names], float)
+            tau_cap = np.where(np.isfinite(me), np.maximum(st, 2.0 * me), np.inf)
         h = float(np.median(self._h))
         if self.sigma_process is None:
             a_rms = np.sqrt(np.mean(a0 ** 2, axis=0))
@@ -269,6 +269,7 @@ class JointSmoother:
         spq = spv * h
         nl = NoiseLevels(sq, sv, st, spq, spv, src)
         nl.tau_rms = np.nan_to_num(tau_rms, nan=1.0)
+        nl.tau_cap = tau_cap
         return nl
 
     # ------------------------------------------------------------------ graph
