@@ -158,11 +158,10 @@ class ParameterLayout:
         return J
 
     def to_theta_projected(self, p: np.ndarray, fallback: np.ndarray) -> tuple[np.ndarray, list[str]]:
-        """θ of ``p`` with every block that is not usable replaced by the same block of ``fallback``.
-
-        A body is unusable when it is not physically consistent (`check_physical_consistency`) or its
-        parameterization cannot represent it; friction and armature coefficients must be > 0 and finite.
-        Returns θ and the names of the replaced blocks.
+        """θ of ``p``, made representable: a physically inconsistent body is projected onto the
+        consistent set (`project_pseudo_inertia`); a body that still cannot be represented, and friction
+        or armature coefficients that are not finite and > 0, take the block of ``fallback``.
+        Returns θ and the names of the projected or replaced blocks.
         """
         p = np.asarray(p, float)
         fallback = np.asarray(fallback, float)
@@ -172,10 +171,14 @@ class ParameterLayout:
         th = self.to_theta(fallback)
         ti = th[self.s_inertial].reshape(self.nb, 10)
         for b, name in enumerate(self.robot.body_names):
-            ok = np.all(np.isfinite(pi[b])) and not check_physical_consistency(pi[b][None], [name])
+            body = pi[b]
+            ok = bool(np.all(np.isfinite(body)))
+            if ok and check_physical_consistency(body[None], [name]):
+                body = project_pseudo_inertia(body, fi[b])
+                replaced.append(f"{name} (projected)")
             if ok:
                 try:
-                    ti[b] = self.inertia.to_theta(pi[b])
+                    ti[b] = self.inertia.to_theta(body)
                 except np.linalg.LinAlgError:
                     ok = False
             if not ok:
@@ -228,6 +231,25 @@ class ParameterLayout:
         if not self.fit_armature:
             std[self.s_armature] = 1e-6
         return th0, std
+
+
+def project_pseudo_inertia(pi: np.ndarray, reference: np.ndarray, rel_floor: float = 1e-3) -> np.ndarray:
+    """Nearest (Frobenius, in pseudo-inertia space) physically consistent body to ``pi``.
+
+    The 4×4 pseudo-inertia J(π) is PSD exactly for physically consistent bodies (Wensing et al.); its
+    eigenvalues are clamped at ``rel_floor`` × the reference body's largest eigenvalue. A negative mass
+    gives no useful projection: then the reference body is returned.
+    """
+    import pinocchio as pin
+
+    J = np.asarray(pin.PseudoInertia.FromDynamicParameters(np.asarray(pi, float)).toMatrix())
+    Jr = np.asarray(pin.PseudoInertia.FromDynamicParameters(np.asarray(reference, float)).toMatrix())
+    w, V = np.linalg.eigh(0.5 * (J + J.T))
+    floor = rel_floor * float(np.max(np.linalg.eigvalsh(Jr)))
+    Jp = (V * np.maximum(w, floor)) @ V.T
+    if Jp[3, 3] <= 0:
+        return np.asarray(reference, float).copy()
+    return np.asarray(pin.PseudoInertia.FromMatrix(Jp).toDynamicParameters(), float)
 
 
 def default_armature(robot: RobotModel) -> np.ndarray:

@@ -40,6 +40,9 @@ class LinearizedGraph:
     knot: list = field(default_factory=list)  # [(J (N, m, nx), r (N, m))]
     knot_theta: list = field(default_factory=list)  # [(Jx (N, m, nx), Jt (N, m, nθ), r (N, m))]
     pair: list = field(default_factory=list)  # [(J0 (N-1, m, nx), J1 (N-1, m, nx), r (N-1, m))]
+    #: Optional dict shared across linearizations whose knot and pair Jacobians do not change (vector-space
+    #: configurations, fixed noise levels): their Gram blocks are computed once and reused.
+    gram_cache: dict | None = None
     prior_w: np.ndarray | None = None  # whitened prior Jacobian: (nθ,) diagonal or (m, nθ) matrix
     prior_r: np.ndarray | None = None  # (nθ,) or (m,)
 
@@ -69,35 +72,62 @@ class LinearizedGraph:
         return 0.5 * c
 
     # ------------------------------------------------------------------ normal equations
-    def normal_equations(self):
-        """Blocks of H = Jᵀ J and g = Jᵀ r: D (N,nx,nx), B (N-1,nx,nx), C (N,nx,nθ), Htt, gx, gt."""
+    def normal_equations(self, out: np.ndarray | None = None):
+        """Blocks of H = Jᵀ J and g = Jᵀ r: D (N,nx,nx), B (N-1,nx,nx), C (N,nx,nθ), Htt, gx, gt.
+
+        With ``out`` (N, nx, nx + nθ + 1), D, C and gx are written into its column blocks (views are
+        returned), so a caller can reuse one buffer across iterations.
+        """
         N, nx, nt = self.n_knots, self.nx, self.ntheta
-        D = np.zeros((N, nx, nx))
+        if out is None:
+            out = np.empty((N, nx, nx + nt + 1))
+        D, C, gx = out[:, :, :nx], out[:, :, nx:nx + nt], out[:, :, -1]
+        D[:] = 0.0
+        gx[:] = 0.0
+        c_set = False
         B = np.zeros((max(N - 1, 0), nx, nx))
-        C = np.zeros((N, nx, nt))
-        gx = np.zeros((N, nx))
         Htt = np.zeros((nt, nt))
         gt = np.zeros(nt)
+        cached = self.gram_cache.get("knot_pair") if self.gram_cache is not None else None
+        if cached is not None and cached[0].shape == (N, nx, nx):
+            D += cached[0]
+            B += cached[1]
         for J, r in self.knot:
-            Jt = np.transpose(J, (0, 2, 1))
-            D += Jt @ J
+            if cached is None:
+                D += np.transpose(J, (0, 2, 1)) @ J
             gx += np.einsum("nmx,nm->nx", J, r)
         for Jx, Jth, r in self.knot_theta:
             JxT = np.transpose(Jx, (0, 2, 1))
             D += JxT @ Jx
-            C += JxT @ Jth
+            if c_set:
+                C += JxT @ Jth
+            else:
+                np.matmul(JxT, Jth, out=C)
+                c_set = True
             gx += np.einsum("nmx,nm->nx", Jx, r)
             flat = Jth.reshape(-1, nt)
             Htt += flat.T @ flat
             gt += flat.T @ r.reshape(-1)
         for J0, J1, r in self.pair:
-            J0t = np.transpose(J0, (0, 2, 1))
-            J1t = np.transpose(J1, (0, 2, 1))
-            D[:-1] += J0t @ J0
-            D[1:] += J1t @ J1
-            B += J0t @ J1
+            if cached is None:
+                J0t = np.transpose(J0, (0, 2, 1))
+                J1t = np.transpose(J1, (0, 2, 1))
+                D[:-1] += J0t @ J0
+                D[1:] += J1t @ J1
+                B += J0t @ J1
             gx[:-1] += np.einsum("nmx,nm->nx", J0, r)
             gx[1:] += np.einsum("nmx,nm->nx", J1, r)
+        if self.gram_cache is not None and cached is None:
+            # knot and pair blocks alone (the knot-θ factors are added below into D)
+            Dk = np.zeros((N, nx, nx))
+            for J, _ in self.knot:
+                Dk += np.transpose(J, (0, 2, 1)) @ J
+            for J0, J1, _ in self.pair:
+                Dk[:-1] += np.transpose(J0, (0, 2, 1)) @ J0
+                Dk[1:] += np.transpose(J1, (0, 2, 1)) @ J1
+            self.gram_cache["knot_pair"] = (Dk, B.copy())
+        if not c_set:
+            C[:] = 0.0
         if self.prior_w is not None:
             Jp = self.prior_jacobian()
             Htt += Jp.T @ Jp
@@ -123,71 +153,91 @@ def _damp(M: np.ndarray, lam: float, floor: float) -> None:
     M[..., idx[0], idx[1]] = d + lam * np.maximum(d, floor)
 
 
-def solve_structured(graph: LinearizedGraph, lam: float = 0.0) -> Step:
-    """O(N) block elimination (knots in time order, θ last) with Marquardt damping λ·diag(H)."""
-    D, B, C, Htt, gx, gt = graph.normal_equations()
-    N, nx, nt = graph.n_knots, graph.nx, graph.ntheta
-    floor = 1e-12 * max(float(np.max(np.abs(np.diagonal(D, axis1=1, axis2=2)))), 1.0)
-    H_diag_x = np.diagonal(D, axis1=1, axis2=2).copy()
-    H_diag_t = np.diag(Htt).copy()
-    if lam > 0:
-        _damp(D, lam, floor)
-        _damp(Htt, lam, floor)
-    # A_k = [D_k | C_k | g_k] is updated in place by the elimination of x_{k-1}.
-    width = nx + nt + 1
-    A = np.empty((N, nx, width))
-    A[:, :, :nx] = D
-    A[:, :, nx:nx + nt] = C
-    A[:, :, -1] = gx
-    del D, C
-    Linv = np.empty((N, nx, nx))  # L_k^{-1}: small dense blocks, applied with BLAS matmuls
-    W = np.empty((N, nx, width))  # L_k^{-1} [B_k | C̃_k | g̃_k]
-    potrf, trtri = lapack.dpotrf, lapack.dtrtri
-    for k in range(N):
-        Lk, info = potrf(A[k, :, :nx], lower=1, clean=1)
-        if info != 0:
+class StructuredSolver:
+    """O(N) block elimination (knots in time order, θ last) with Marquardt damping λ·diag(H).
+
+    Keeps its large work arrays between calls (an estimator solves many systems of one size; fresh
+    arrays of hundreds of MB per solve cost more in page faults than the arithmetic).
+    """
+
+    CHUNK = 512  # knots per block of the θ-border accumulation
+
+    def __init__(self):
+        self._shape = None
+
+    def _workspace(self, N, nx, nt):
+        if self._shape != (N, nx, nt):
+            self._A = np.empty((N, nx, nx + nt + 1))  # [D_k | C_k | g_k], updated in place
+            self._W = np.empty((N, nx, nx + nt + 1))  # L_k^{-1} [B_k | C̃_k | g̃_k]
+            self._Linv = np.empty((N, nx, nx))
+            self._shape = (N, nx, nt)
+        return self._A, self._W, self._Linv
+
+    def solve(self, graph: LinearizedGraph, lam: float = 0.0) -> Step:
+        N, nx, nt = graph.n_knots, graph.nx, graph.ntheta
+        A, W, Linv = self._workspace(N, nx, nt)
+        D, B, C, Htt, gx, gt = graph.normal_equations(out=A)
+        H_diag_x = np.diagonal(D, axis1=1, axis2=2).copy()
+        gx0 = gx.copy()
+        floor = 1e-12 * max(float(np.max(np.abs(H_diag_x))), 1.0)
+        H_diag_t = np.diag(Htt).copy()
+        if lam > 0:
+            _damp(D, lam, floor)
+            _damp(Htt, lam, floor)
+        potrf, trtri = lapack.dpotrf, lapack.dtrtri
+        zeros_B = np.zeros((nx, nx))
+        for k in range(N):
+            Lk, info = potrf(A[k, :, :nx], lower=1, clean=1)
+            if info != 0:
+                raise SingularSystemError(
+                    f"state block of knot {k} is not positive definite (LAPACK potrf info={info}); "
+                    "the states are not observable from the factors at this knot"
+                )
+            Li, info = trtri(Lk, lower=1)
+            Linv[k] = Li
+            Wk = W[k]
+            np.matmul(Li, A[k], out=Wk)
+            if k < N - 1:
+                np.matmul(Li, B[k], out=Wk[:, :nx])
+                A[k + 1] -= Wk[:, :nx].T @ Wk
+            else:
+                Wk[:, :nx] = zeros_B
+        # θ border: S = Htt − Σ Z_kᵀ Z_k, s = gt − Σ Z_kᵀ z_k, accumulated in blocks of knots
+        S, s = Htt.copy(), gt.copy()
+        for c0 in range(0, N, self.CHUNK):
+            Wc = W[c0:c0 + self.CHUNK]
+            Z = Wc[:, :, nx:nx + nt].reshape(-1, nt)
+            S -= Z.T @ Z
+            s -= Z.T @ Wc[:, :, -1].reshape(-1)
+        try:
+            Ls_t = np.linalg.cholesky(S)
+        except np.linalg.LinAlgError:
             raise SingularSystemError(
-                f"state block of knot {k} is not positive definite (LAPACK potrf info={info}); "
-                "the states are not observable from the factors at this knot"
-            )
-        Li, info = trtri(Lk, lower=1)
-        Linv[k] = Li
-        Wk = W[k]
-        np.matmul(Li, A[k], out=Wk)
-        if k < N - 1:
-            np.matmul(Li, B[k], out=Wk[:, :nx])
-            U = Wk[:, :nx]
-            A[k + 1] -= U.T @ Wk
-        else:
-            Wk[:, :nx] = 0.0
-    Z = np.ascontiguousarray(W[:, :, nx:nx + nt]).reshape(N * nx, nt)
-    z = W[:, :, -1].reshape(N * nx)
-    S = Htt - Z.T @ Z
-    s = gt - Z.T @ z
-    try:
-        Ls_t = np.linalg.cholesky(S)
-    except np.linalg.LinAlgError:
-        raise SingularSystemError(
-            "the parameter block is not positive definite after eliminating the states; "
-            "give every parameter a prior (prior std too large?)"
-        ) from None
-    dtheta = -np.linalg.solve(Ls_t.T, np.linalg.solve(Ls_t, s))
-    # back substitution: δx_k = −L_k^{-T} (z_k + U_k δx_{k+1} + Z_k δθ)
-    c = W[:, :, -1] + np.einsum("nxt,t->nx", W[:, :, nx:nx + nt], dtheta)
-    dx = np.empty((N, nx))
-    nxt = np.zeros(nx)
-    for k in range(N - 1, -1, -1):
-        rhs = c[k] + W[k, :, :nx] @ nxt
-        nxt = -(rhs @ Linv[k])  # −L_k^{-T} rhs
-        dx[k] = nxt
-    # predicted decrease of ½‖r‖² for the damped step: −gᵀδ − ½ δᵀHδ = −½ gᵀδ + ½ λ δᵀ diag δ
-    g_dot = float(np.sum(gx * dx) + gt @ dtheta)
-    damp_term = 0.0
-    if lam > 0:
-        damp_term = float(np.sum(np.maximum(H_diag_x, floor) * dx * dx)
-                          + np.sum(np.maximum(H_diag_t, floor) * dtheta * dtheta))
-    pred = -0.5 * g_dot + 0.5 * lam * damp_term
-    return Step(dx, dtheta, S, pred)
+                "the parameter block is not positive definite after eliminating the states; "
+                "give every parameter a prior (prior std too large?)"
+            ) from None
+        dtheta = -np.linalg.solve(Ls_t.T, np.linalg.solve(Ls_t, s))
+        # back substitution: δx_k = −L_k^{-T} (z_k + U_k δx_{k+1} + Z_k δθ)
+        c = W[:, :, -1] + W[:, :, nx:nx + nt] @ dtheta
+        dx = np.empty((N, nx))
+        nxt = np.zeros(nx)
+        for k in range(N - 1, -1, -1):
+            rhs = c[k] + W[k, :, :nx] @ nxt
+            nxt = -(rhs @ Linv[k])  # −L_k^{-T} rhs
+            dx[k] = nxt
+        # predicted decrease of ½‖r‖² for the damped step: −gᵀδ − ½ δᵀHδ = −½ gᵀδ + ½ λ δᵀ diag δ
+        g_dot = float(np.sum(gx0 * dx) + gt @ dtheta)
+        damp_term = 0.0
+        if lam > 0:
+            damp_term = float(np.sum(np.maximum(H_diag_x, floor) * dx * dx)
+                              + np.sum(np.maximum(H_diag_t, floor) * dtheta * dtheta))
+        pred = -0.5 * g_dot + 0.5 * lam * damp_term
+        return Step(dx, dtheta, S, pred)
+
+
+def solve_structured(graph: LinearizedGraph, lam: float = 0.0) -> Step:
+    """One O(N) solve with a fresh `StructuredSolver` (see there)."""
+    return StructuredSolver().solve(graph, lam)
 
 
 def solve_gtsam(graph: LinearizedGraph, lam: float = 0.0) -> Step:
@@ -225,6 +275,7 @@ def solve_gtsam(graph: LinearizedGraph, lam: float = 0.0) -> Step:
         gfg.push_back(gtsam.JacobianFactor(THETA, Jp, -graph.prior_r, model(Jp.shape[0])))
     if lam > 0:
         D, _, _, Htt, _, _ = graph.normal_equations()
+        D = D.copy()
         floor = 1e-12 * max(float(np.max(np.abs(np.diagonal(D, axis1=1, axis2=2)))), 1.0)
         for k in range(N):
             d = np.sqrt(lam * np.maximum(np.diag(D[k]), floor))

@@ -30,7 +30,12 @@ from ..factors.kinematics import encoder_residual, integration_residual, velocit
 from ..factors.manifold import ConfigurationSpace
 from ..layout import ParameterLayout
 from ..robots import RobotModel
-from .linear_solver import LinearizedGraph, SingularSystemError, solve_gtsam, solve_structured
+from .linear_solver import (
+    LinearizedGraph,
+    SingularSystemError,
+    StructuredSolver,
+    solve_gtsam,
+)
 from .noise import highfreq_noise_std, savgol_derivatives
 from .result import IdentificationResult
 
@@ -134,6 +139,8 @@ class JointSmoother:
             robot, self.inertia, self.friction, self.friction_velocity_scale,
             fit_friction=self.fit_friction, fit_armature=self.fit_armature)
         self._space = ConfigurationSpace(robot.model)
+        self._solver = StructuredSolver()
+        self._gram_cache: dict = {}
         self._id = InverseDynamicsResidual(layout)
         iv = robot.joint_index_v()
         t = log.t[idx]
@@ -213,7 +220,7 @@ class JointSmoother:
         # marginal covariance of θ at the solution (undamped Schur complement)
         graph = self._linearize(x, theta, noise)
         try:
-            step = solve_structured(graph, 0.0)
+            step = self._solver.solve(graph, 0.0)
             cov = np.linalg.inv(step.schur)
         except (SingularSystemError, np.linalg.LinAlgError):
             cov = np.full((layout.n, layout.n), np.nan)
@@ -279,6 +286,8 @@ class JointSmoother:
         nx = 3 * nv
         layout = self.layout_
         graph = LinearizedGraph(N, nx, layout.n)
+        if self._space.is_vector_space:  # encoder/velocity/integration Jacobians are constant
+            graph.gram_cache = self._gram_cache
         iv = self.robot.joint_index_v()
         wq = np.zeros(nv)
         wq[iv] = 1.0 / noise.q
@@ -330,7 +339,8 @@ class JointSmoother:
             graph = self._linearize((q, v, a), self._theta_bar, noise, freeze_theta=True)
             graph.knot_theta = []
             graph.knot.append((Ja, (a - a_ref) * wa))
-            step = solve_structured(graph, 0.0)
+            graph.gram_cache = None  # an extra factor: not the estimator's constant blocks
+            step = self._solver.solve(graph, 0.0)
             q, v, a = self._retract((q, v, a), step.dx)
             if self._space.is_vector_space:
                 break
@@ -350,7 +360,7 @@ class JointSmoother:
         relative decrease below ``tol`` after a full step, or two steps in a row lowered the cost by
         less than ``tol`` (converged), or after ``max_iterations``.
         """
-        solve = solve_structured if self.solver == "structured" else solve_gtsam
+        solve = self._solver.solve if self.solver == "structured" else solve_gtsam
         lam = 1e-9
         history = []
         converged = False
