@@ -15,7 +15,6 @@ import argparse
 import time
 import warnings
 
-import numpy as np
 import pandas as pd
 import pinocchio as pin
 from threadpoolctl import threadpool_limits

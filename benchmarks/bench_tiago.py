@@ -20,18 +20,12 @@ import numpy as np
 import pandas as pd
 
 from fg_sysid.datasets.io import load_log_for_robot
-from fg_sysid.datasets.log import Log
 from fg_sysid.estimation.baseline import LeastSquaresSG
 from fg_sysid.estimation.smoother import JointSmoother
 from fg_sysid.validation import heldout_accelerations, nominal_model, predict_efforts
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "tiago_dynamic_2021-07-01.csv"
 REPORT = ["arm_1_joint", "arm_2_joint", "arm_3_joint", "arm_4_joint"]
-
-
-def concat(a: Log, b: Log) -> Log:
-    return Log(np.concatenate([a.t, b.t]), np.vstack([a.q, b.q]), None if a.v is None else np.vstack([a.v, b.v]),
-               np.vstack([a.tau, b.tau]), a.joint_names, "held-out")
 
 
 def main() -> None:
@@ -69,7 +63,8 @@ def main() -> None:
     df["pooled"] = np.sqrt(np.mean(df[REPORT].to_numpy() ** 2, axis=1))
     print("held-out effort RMSE [N·m] (TIAGo, blocked split):")
     print(df.round(3).to_markdown())
-    print(f"\nsmoother: {len(sm.history)} iterations, converged {sm.converged}, {t_sm:.1f} s; LS-SG {t_ls:.1f} s; "
+    print(f"\nsmoother: {len(sm.history)} iterations, converged {sm.converged}, {t_sm:.1f} s; "
+          f"LS-SG {t_ls:.1f} s; "
           f"smoother physically consistent: {not sm.consistency_problems()}, "
           f"LS-SG consistent: {ls.physical_consistency.get('consistent')}")
 

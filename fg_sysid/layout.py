@@ -19,9 +19,9 @@ import numpy as np
 
 from .parameterizations import (
     FrictionModel,
-    check_physical_consistency,
     InertiaParameterization,
     PositiveScalar,
+    check_physical_consistency,
     friction_model,
     inertia_parameterization,
 )

@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from .datasets.log import Log
+from .estimation.metrics import relative_rmse, relative_rmse_per_joint  # noqa: F401  (re-exported)
 from .robots import RobotError, RobotModel, load_robot
 
 #: SG window [s] and polynomial order used when neither the caller nor model.json gives one.
@@ -36,46 +37,6 @@ MODEL_VERSION = 1
 
 
 # ---------------------------------------------------------------------------------------------- errors
-def relative_rmse(pred: np.ndarray, true: np.ndarray) -> float:
-    """``sqrt(mean((pred − true)²)) / sqrt(mean(true²))`` over all joints and samples.
-
-    Columns of ``true`` that are entirely NaN (not measured) are ignored; any other NaN is an error.
-    """
-    pred, true = _aligned(pred, true)
-    if true.size == 0:
-        return math.nan
-    den = math.sqrt(float(np.mean(true ** 2)))
-    num = math.sqrt(float(np.mean((pred - true) ** 2)))
-    return num / den if den > 0 else math.inf
-
-
-def relative_rmse_per_joint(pred: np.ndarray, true: np.ndarray) -> np.ndarray:
-    """Per-joint relative RMSE (n_joints,); NaN for joints whose ``true`` column is all NaN."""
-    pred = np.atleast_2d(np.asarray(pred, float))
-    true = np.atleast_2d(np.asarray(true, float))
-    if pred.shape != true.shape:
-        raise ValueError(f"prediction shape {pred.shape} differs from the reference shape {true.shape}")
-    out = np.full(true.shape[1], np.nan)
-    for j in range(true.shape[1]):
-        if np.all(np.isnan(true[:, j])):
-            continue
-        den = math.sqrt(float(np.mean(true[:, j] ** 2)))
-        num = math.sqrt(float(np.mean((pred[:, j] - true[:, j]) ** 2)))
-        out[j] = num / den if den > 0 else math.inf
-    return out
-
-
-def _aligned(pred, true):
-    pred = np.atleast_2d(np.asarray(pred, float))
-    true = np.atleast_2d(np.asarray(true, float))
-    if pred.shape != true.shape:
-        raise ValueError(f"prediction shape {pred.shape} differs from the reference shape {true.shape}")
-    keep = ~np.all(np.isnan(true), axis=0)
-    pred, true = pred[:, keep], true[:, keep]
-    if np.isnan(true).any():
-        raise ValueError("reference efforts contain NaN in a measured column")
-    return pred, true
-
 
 # ---------------------------------------------------------------------------------------------- derivatives
 def heldout_accelerations(log: Log, window_s: float | None = None, polyorder: int | None = None,

@@ -120,11 +120,13 @@ def test_kinematic_jacobians(setup):
 
     for k in range(n - 1):
         def f0(x0, k=k):
-            xx = x.copy(); xx[k] = x0
+            xx = x.copy()
+            xx[k] = x0
             return integration_residual(space, *unpack(xx), h, jacobians=False).r[k]
 
         def f1(x1, k=k):
-            xx = x.copy(); xx[k + 1] = x1
+            xx = x.copy()
+            xx[k + 1] = x1
             return integration_residual(space, *unpack(xx), h, jacobians=False).r[k]
 
         np.testing.assert_allclose(lin.J0[k], central_diff(f0, x[k]), atol=1e-7)

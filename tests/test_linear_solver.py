@@ -3,7 +3,12 @@
 import numpy as np
 import pytest
 
-from fg_sysid.estimation.linear_solver import LinearizedGraph, SingularSystemError, solve_gtsam, solve_structured
+from fg_sysid.estimation.linear_solver import (
+    LinearizedGraph,
+    SingularSystemError,
+    solve_gtsam,
+    solve_structured,
+)
 
 
 def random_graph(N=12, nx=6, nt=9, seed=0):
@@ -20,21 +25,28 @@ def random_graph(N=12, nx=6, nt=9, seed=0):
 
 
 def dense(g):
-    N, nx, nt = g.n_knots, g.nx, g.ntheta
+    """The same least-squares problem as one dense Jacobian (rows) and residual."""
+    N, nx = g.n_knots, g.nx
+    n = N * nx + g.ntheta
     rows, res = [], []
-    n = N * nx + nt
+
+    def add(blocks, r):
+        M = np.zeros((r.size, n))
+        for col, J in blocks:
+            M[:, col:col + J.shape[1]] = J
+        rows.append(M)
+        res.append(r)
+
     for J, r in g.knot:
         for k in range(N):
-            M = np.zeros((r.shape[1], n)); M[:, k * nx:(k + 1) * nx] = J[k]; rows.append(M); res.append(r[k])
+            add([(k * nx, J[k])], r[k])
     for Jx, Jt, r in g.knot_theta:
         for k in range(N):
-            M = np.zeros((r.shape[1], n)); M[:, k * nx:(k + 1) * nx] = Jx[k]; M[:, N * nx:] = Jt[k]
-            rows.append(M); res.append(r[k])
+            add([(k * nx, Jx[k]), (N * nx, Jt[k])], r[k])
     for J0, J1, r in g.pair:
         for k in range(N - 1):
-            M = np.zeros((r.shape[1], n)); M[:, k * nx:(k + 1) * nx] = J0[k]; M[:, (k + 1) * nx:(k + 2) * nx] = J1[k]
-            rows.append(M); res.append(r[k])
-    M = np.zeros((nt, n)); M[:, N * nx:] = np.diag(g.prior_w); rows.append(M); res.append(g.prior_r)
+            add([(k * nx, J0[k]), ((k + 1) * nx, J1[k])], r[k])
+    add([(N * nx, np.diag(g.prior_w))], g.prior_r)
     return np.vstack(rows), np.concatenate(res)
 
 
@@ -63,7 +75,9 @@ def test_structured_matches_dense_and_gtsam(lam):
 
 def test_unobservable_knot_is_reported():
     g = random_graph(N=5)
-    g.knot.clear(); g.knot_theta.clear(); g.pair.clear()
+    g.knot.clear()
+    g.knot_theta.clear()
+    g.pair.clear()
     g.knot.append((np.zeros((5, 1, g.nx)), np.zeros((5, 1))))
     with pytest.raises(SingularSystemError, match="knot 0"):
         solve_structured(g)

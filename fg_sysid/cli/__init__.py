@@ -6,10 +6,6 @@ its outputs to a temporary location first, moving them into place only when comp
 
 from __future__ import annotations
 
-import click
-
-from .common import main  # noqa: F401  (the click group)
-
 # Registering a command = importing its module (each module decorates a function with @main.command).
 from . import demo as _demo  # noqa: E402,F401
 from . import excite as _excite  # noqa: E402,F401
@@ -18,3 +14,4 @@ from . import identify as _identify  # noqa: E402,F401
 from . import predict as _predict  # noqa: E402,F401
 from . import robots as _robots  # noqa: E402,F401
 from . import simulate as _simulate  # noqa: E402,F401
+from .common import main  # noqa: F401  (the click group)

@@ -54,17 +54,16 @@ This is the "ID (tuned SG)" baseline of the paper (Sec. IX-E), done the way a ca
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
 import time
 import warnings
+from contextlib import nullcontext
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pinocchio as pin
 from scipy.signal import savgol_filter
+from threadpoolctl import threadpool_limits
 
 from ..datasets.log import Log
 from ..robots.model import RobotModel
@@ -87,45 +86,6 @@ RANK_RTOL = 1e-8
 ZERO_COLUMN_RTOL = 1e-10
 #: a parameter whose unit vector has more than this squared norm in the null space is unidentifiable
 NULL_TOL = 1e-6
-
-
-# ---------------------------------------------------------------------------------------------- BLAS threads
-def _openblas_handles():
-    """(get, set) thread-count functions of numpy's bundled OpenBLAS, or None (other BLAS, no wheel)."""
-    libdir = Path(np.__file__).resolve().parent.parent / "numpy.libs"
-    for path in sorted(libdir.glob("*openblas*.so*")):
-        try:
-            lib = ctypes.CDLL(str(path))
-        except OSError:
-            continue
-        for get, set_ in (
-            ("scipy_openblas_get_num_threads64_", "scipy_openblas_set_num_threads64_"),
-            ("openblas_get_num_threads64_", "openblas_set_num_threads64_"),
-            ("openblas_get_num_threads", "openblas_set_num_threads"),
-        ):
-            if hasattr(lib, get) and hasattr(lib, set_):
-                return getattr(lib, get), getattr(lib, set_)
-    return None
-
-
-@contextlib.contextmanager
-def _blas_threads(n: int | None):
-    """Limit numpy's OpenBLAS to ``n`` threads inside the block (restored after; no-op if unavailable).
-
-    The regressions here are tall and thin (<= ~100 columns); with multithreaded OpenBLAS on shared cores
-    their Gram products were measured 80x slower than single-threaded (0.75 s vs 0.009 s).
-    """
-    handles = _openblas_handles() if n else None
-    if handles is None:
-        yield
-        return
-    get, set_ = handles
-    old = int(get())
-    set_(int(n))
-    try:
-        yield
-    finally:
-        set_(old)
 
 
 # ---------------------------------------------------------------------------------------------- layout
@@ -606,7 +566,9 @@ class LeastSquaresSG:
         robot : RobotModel
             Fixed-base robot whose URDF gives the nominal parameters (the ridge target).
         """
-        with _blas_threads(self.blas_threads):
+        # tall, thin products: one BLAS thread is faster than several on shared cores (measured 80x)
+        limits = nullcontext() if not self.blas_threads else threadpool_limits(self.blas_threads, "blas")
+        with limits:
             return self._fit(log, robot)
 
     def _fit(self, log: Log, robot: RobotModel) -> LeastSquaresSG:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import warnings
 
 import numpy as np
@@ -10,10 +11,44 @@ from ..robots import RobotModel
 
 
 def relative_rmse(pred: np.ndarray, true: np.ndarray) -> float:
-    """sqrt(mean((pred − true)²)) / sqrt(mean(true²)) over all joints and samples (NaN columns skipped)."""
-    pred, true = np.asarray(pred, float), np.asarray(true, float)
-    ok = ~np.isnan(true) & ~np.isnan(pred)
-    return float(np.sqrt(np.mean((pred[ok] - true[ok]) ** 2)) / np.sqrt(np.mean(true[ok] ** 2)))
+    """``sqrt(mean((pred − true)²)) / sqrt(mean(true²))`` over all joints and samples.
+
+    Columns of ``true`` that are entirely NaN (not measured) are ignored; any other NaN is an error.
+    """
+    pred, true = _aligned(pred, true)
+    if true.size == 0:
+        return math.nan
+    den = math.sqrt(float(np.mean(true ** 2)))
+    num = math.sqrt(float(np.mean((pred - true) ** 2)))
+    return num / den if den > 0 else math.inf
+
+
+def relative_rmse_per_joint(pred: np.ndarray, true: np.ndarray) -> np.ndarray:
+    """Per-joint relative RMSE (n_joints,); NaN for joints whose ``true`` column is all NaN."""
+    pred = np.atleast_2d(np.asarray(pred, float))
+    true = np.atleast_2d(np.asarray(true, float))
+    if pred.shape != true.shape:
+        raise ValueError(f"prediction shape {pred.shape} differs from the reference shape {true.shape}")
+    out = np.full(true.shape[1], np.nan)
+    for j in range(true.shape[1]):
+        if np.all(np.isnan(true[:, j])):
+            continue
+        den = math.sqrt(float(np.mean(true[:, j] ** 2)))
+        num = math.sqrt(float(np.mean((pred[:, j] - true[:, j]) ** 2)))
+        out[j] = num / den if den > 0 else math.inf
+    return out
+
+
+def _aligned(pred, true):
+    pred = np.atleast_2d(np.asarray(pred, float))
+    true = np.atleast_2d(np.asarray(true, float))
+    if pred.shape != true.shape:
+        raise ValueError(f"prediction shape {pred.shape} differs from the reference shape {true.shape}")
+    keep = ~np.all(np.isnan(true), axis=0)
+    pred, true = pred[:, keep], true[:, keep]
+    if np.isnan(true).any():
+        raise ValueError("reference efforts contain NaN in a measured column")
+    return pred, true
 
 
 def base_parameter_error(robot: RobotModel, p_est, p_true, q, v, a, velocity_scale: float = 0.05,

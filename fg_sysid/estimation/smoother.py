@@ -168,7 +168,8 @@ class JointSmoother:
             from .baseline import LeastSquaresSG
 
             try:
-                ls = LeastSquaresSG(velocity_scale=self.friction_velocity_scale, fit_friction=self.fit_friction,
+                ls = LeastSquaresSG(velocity_scale=self.friction_velocity_scale,
+                                    fit_friction=self.fit_friction,
                                     fit_armature=self.fit_armature, blas_threads=None).fit(log, robot).result_
                 window_s, order = float(ls.filter["window_s"]), int(ls.filter["polyorder"])
                 ls_rms = dict(zip(ls.measured_joints, ls.residual_rms, strict=True))

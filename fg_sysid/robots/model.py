@@ -141,7 +141,8 @@ class RobotModel:
         unknown = [j for j in joints if not self.model.existJointName(j)]
         if unknown:
             raise RobotError(
-                f"cannot lock unknown joint(s) {unknown} of robot {self.name!r}; joints: {list(self.joint_names)}"
+                f"cannot lock unknown joint(s) {unknown} of robot {self.name!r}; "
+                f"joints: {list(self.joint_names)}"
             )
         q_ref = pin.neutral(self.model)
         ids = []
