@@ -89,7 +89,7 @@ class JointSmoother:
                  friction: str = "coulomb-viscous", friction_velocity_scale: float = 0.05,
                  knot_stride: int = 1, sigma_q=None, sigma_v=None, sigma_tau=None, sigma_process=None,
                  prior_relative: float = 0.7, prior_mean: np.ndarray | None = None,
-                 reweight_rounds: int = 2, max_iterations: int = 30, tol: float = 1e-4,
+                 reweight_rounds: int = 2, max_iterations: int = 30, tol: float = 1e-3,
                  solver: str = "structured", init: str = "ls-sg", process_fraction: float = 0.3,
                  fit_friction: bool = True, fit_armature: bool = True,
                  verbose: bool = False):
