@@ -29,6 +29,7 @@ from ..factors.inverse_dynamics import InverseDynamicsResidual
 from ..factors.kinematics import encoder_residual, integration_residual, velocity_residual
 from ..factors.manifold import ConfigurationSpace
 from ..layout import ParameterLayout
+from ..parameterizations import warn_if_inconsistent
 from ..robots import RobotModel
 from .linear_solver import (
     LinearizedGraph,
@@ -135,6 +136,7 @@ class JointSmoother:
         idx = np.arange(0, log.n_samples, stride)
         if idx.size < 4:
             raise EstimationError(f"log {log.source!r} has {log.n_samples} samples: too few knots")
+        warn_if_inconsistent(robot.nominal_inertial_parameters(), list(robot.body_names), "URDF prior")
         self.layout_ = layout = ParameterLayout.create(
             robot, self.inertia, self.friction, self.friction_velocity_scale,
             fit_friction=self.fit_friction, fit_armature=self.fit_armature)
