@@ -13,7 +13,7 @@ import pytest
 from fg_sysid.datasets import Log, LogError, load_log_for_robot, read_log, write_log
 from fg_sysid.robots import load_robot
 
-DATA = Path("/work/shared/data")
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data"  # shared/ sits beside the clone
 needs_data = pytest.mark.skipif(not DATA.is_dir(), reason="shared data not available")
 
 
