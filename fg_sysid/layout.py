@@ -50,11 +50,7 @@ class ParameterLayout:
     _names: tuple = field(init=False, repr=False)
 
     def __post_init__(self):
-        r = self.robot
-        names = list(r.inertial_parameter_names())
-        names += [f"{j}.{s}" for j in r.joint_names for s in self.friction.suffixes]
-        names += [f"{j}.armature" for j in r.joint_names]
-        object.__setattr__(self, "_names", tuple(names))
+        object.__setattr__(self, "_names", tuple(self.robot.parameter_names(self.friction.suffixes)))
 
     @classmethod
     def create(

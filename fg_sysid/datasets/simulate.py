@@ -141,13 +141,8 @@ def is_physically_consistent(params: np.ndarray, tol: float = 1e-12) -> bool:
 
 
 def parameter_names(robot: RobotModel) -> list[str]:
-    """Truth parameter names: inertial (body order, Pinocchio order), ``<j>.fc``, ``<j>.fv`` per joint,
-    then ``<j>.armature`` per joint."""
-    names = [f"{b}.{s}" for b in robot.body_names for s in INERTIAL_SUFFIXES]
-    for j in robot.joint_names:
-        names += [f"{j}.fc", f"{j}.fv"]
-    names += [f"{j}.armature" for j in robot.joint_names]
-    return names
+    """Physical vector names: inertial, ``<j>.fc``, ``<j>.fv`` per joint, then ``<j>.armature``."""
+    return robot.parameter_names(("fc", "fv"))
 
 
 def truth_arrays(truth: dict, robot: RobotModel) -> dict:

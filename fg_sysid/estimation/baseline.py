@@ -90,12 +90,8 @@ NULL_TOL = 1e-6
 
 # ---------------------------------------------------------------------------------------------- layout
 def parameter_names(robot: RobotModel) -> list[str]:
-    """Names of the physical parameter vector ``p``: inertial, then (fc, fv) per joint, then armature."""
-    names = list(robot.inertial_parameter_names())
-    for j in robot.joint_names:
-        names += [f"{j}.fc", f"{j}.fv"]
-    names += [f"{j}.armature" for j in robot.joint_names]
-    return names
+    """Physical vector names: inertial, ``<j>.fc``, ``<j>.fv`` per joint, then ``<j>.armature``."""
+    return robot.parameter_names(("fc", "fv"))
 
 
 def parameter_groups(robot: RobotModel) -> list[str]:

@@ -183,6 +183,13 @@ class RobotModel:
     def inertial_parameter_names(self) -> list[str]:
         return [f"{b}.{s}" for b in self.body_names for s in INERTIAL_SUFFIXES]
 
+    def parameter_names(self, friction_suffixes: tuple[str, ...] = ("fc", "fv")) -> list[str]:
+        """Physical parameter names: inertial per body, friction per joint, armature per joint."""
+        names = self.inertial_parameter_names()
+        names += [f"{j}.{s}" for j in self.joint_names for s in friction_suffixes]
+        names += [f"{j}.armature" for j in self.joint_names]
+        return names
+
     def nominal_inertial_parameters(self) -> np.ndarray:
         """URDF inertial parameters, shape (n_bodies, 10), Pinocchio dynamic-parameter order."""
         return np.array([self.model.inertias[j].toDynamicParameters() for j in range(1, self.model.njoints)])
