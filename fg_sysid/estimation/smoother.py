@@ -55,6 +55,8 @@ class NoiseLevels:
     process_q: np.ndarray  # rad
     process_v: np.ndarray  # rad/s
     source: dict = field(default_factory=dict)
+    tau_rms: np.ndarray | None = None  # RMS of the measured efforts, N·m
+    tau_cap: np.ndarray | None = None  # upper bound of the re-estimated effort noise, N·m
 
     def as_dict(self) -> dict:
         d = {k: (None if getattr(self, k) is None else np.asarray(getattr(self, k)).tolist())
@@ -164,7 +166,7 @@ class JointSmoother:
         # initial trajectory: Savitzky–Golay smoothing with the window that blocked cross-validation of
         # the classical baseline picks on this log (the best fixed filter for this log's noise)
         # and θ from that baseline's least-squares estimate, mapped into the parameterization (bodies
-        # outside the physically consistent set are projected onto it by `to_theta`)
+        # outside the physically consistent set are projected onto it, `layout.to_theta_projected`)
         window_s, order, p_init, ls_rms = 0.05, 3, None, {}
         if self.init == "ls-sg" and np.any(log.tau_measured):
             from .baseline import LeastSquaresSG
@@ -200,9 +202,6 @@ class JointSmoother:
         # later rounds re-estimate the effort noise from the inverse-dynamics residuals (IRLS: model
         # errors of real robots show up there), never below the high-frequency estimate
         tau_target = noise.tau.copy()
-        # stage 0: θ alone on the smoothed initial trajectory (inverse-dynamics least squares with the
-        # prior), so the joint problem starts near a consistent state–parameter pair
-
         converged = False
         rounds = 1 + max(int(self.reweight_rounds), 0) if self.sigma_tau is None else 1
         for rnd in range(rounds):
@@ -277,10 +276,7 @@ class JointSmoother:
             spv = np.broadcast_to(np.asarray(self.sigma_process, float), (nj,)) * h
             src["process"] = "given"
         spq = spv * h
-        nl = NoiseLevels(sq, sv, st, spq, spv, src)
-        nl.tau_rms = np.nan_to_num(tau_rms, nan=1.0)
-        nl.tau_cap = tau_cap
-        return nl
+        return NoiseLevels(sq, sv, st, spq, spv, src, np.nan_to_num(tau_rms, nan=1.0), tau_cap)
 
     # ------------------------------------------------------------------ graph
     def _linearize(self, x, theta, noise: NoiseLevels, jacobians: bool = True, freeze_theta: bool = False):

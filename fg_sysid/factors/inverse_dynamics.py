@@ -74,12 +74,8 @@ class InverseDynamicsResidual:
         return tf, dv, dth
 
     def evaluate(self, q, v, a, tau_meas, theta, jacobians: bool = True,
-                 external: np.ndarray | None = None, wrt: str = "theta") -> IDLinearization:
-        """Residual (and Jacobians) at N knots. ``tau_meas`` (N, nv); NaN entries give NaN rows.
-
-        ``wrt="physical"`` returns the parameter Jacobian w.r.t. the physical vector p instead of θ
-        (the residual is affine in p: [Y | ∂τ_f/∂p_f | diag(a)]).
-        """
+                 external: np.ndarray | None = None) -> IDLinearization:
+        """Residual (and Jacobians) at N knots. ``tau_meas`` (N, nv); NaN entries give NaN rows."""
         self.set_theta(theta)
         q = np.atleast_2d(q)
         v = np.atleast_2d(v)
@@ -117,18 +113,11 @@ class InverseDynamicsResidual:
         Ja[:, iv, iv] += self.parm
         Jth = np.zeros((n, nv, L.n))
         Yb = Y.reshape(n, nv, L.nb, 10)
-        physical = wrt == "physical"
-        if physical:
-            Jth[:, :, L.s_inertial] = Y
-        else:
-            Jth[:, :, L.s_inertial] = np.einsum("nvbj,bjk->nvbk", Yb, self.Ji).reshape(n, nv, 10 * L.nb)
+        Jth[:, :, L.s_inertial] = np.einsum("nvbj,bjk->nvbk", Yb, self.Ji).reshape(n, nv, 10 * L.nb)
         f0 = L.s_friction.start
         for j in range(L.nj):
-            d = dtf_dth[:, j, :]  # w.r.t. θ_f
-            if physical:
-                d = d @ np.linalg.inv(self.Jf[j])
-            Jth[:, iv[j], f0 + j * L.kf: f0 + (j + 1) * L.kf] = d
-        Jth[:, iv[rows], L.s_armature.start + rows] = a[:, iv] * (1.0 if physical else self.Ja_arm)
+            Jth[:, iv[j], f0 + j * L.kf: f0 + (j + 1) * L.kf] = dtf_dth[:, j, :]  # w.r.t. θ_f
+        Jth[:, iv[rows], L.s_armature.start + rows] = a[:, iv] * self.Ja_arm
         return IDLinearization(r, Jq, Jv, Ja, Jth)
 
     def predict(self, q, v, a, theta) -> np.ndarray:
