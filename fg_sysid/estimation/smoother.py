@@ -195,8 +195,8 @@ class JointSmoother:
         if p_init is not None:
             theta, replaced = layout.to_theta_projected(p_init, layout.to_physical(theta_bar))
             if replaced:
-                self._log("initial θ: least-squares blocks not physically valid, prior mean used for: "
-                          + ", ".join(replaced))
+                self._log("initial θ: least-squares blocks outside the physically valid set, projected onto "
+                          "it or (when not representable) set to the prior mean: " + ", ".join(replaced))
         x = self._kinematic_init((q0, v0, a0), noise)
         history: list[dict] = []
         # later rounds re-estimate the effort noise from the inverse-dynamics residuals (IRLS: model
