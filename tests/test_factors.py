@@ -152,3 +152,42 @@ def test_integration_exact_for_cubic_motion():
     a = 1 - 4.2 * t
     lin = integration_residual(space, q, v, a, np.diff(t[:, 0]), jacobians=False)
     np.testing.assert_allclose(lin.r, 0, atol=1e-13)
+
+
+@pytest.mark.parametrize("name", ["b1", "b1_z1"])
+def test_floating_base_manifold_jacobians(name):
+    """Free-flyer robots load from the catalog, and the integration/encoder residuals on the
+    configuration manifold (SE(3) base) have correct Jacobians — the state layout of issue 3."""
+    import pinocchio as pin
+
+    robot = load_robot(name)
+    assert robot.floating_base and robot.nq == robot.nv + 1
+    space = ConfigurationSpace(robot.model)
+    assert not space.is_vector_space
+    rng = np.random.default_rng(7)
+    n = 3
+    q = np.array([pin.randomConfiguration(robot.model, -np.ones(robot.nq), np.ones(robot.nq))
+                  for _ in range(n)])
+    v = rng.uniform(-1, 1, (n, robot.nv))
+    a = rng.uniform(-2, 2, (n, robot.nv))
+    h = np.full(n - 1, 1e-2)
+    lin = integration_residual(space, q, v, a, h)
+    nv = robot.nv
+
+    def f(k, which, d):
+        qq, vv, aa = q.copy(), v.copy(), a.copy()
+        i = k + which
+        qq[i] = pin.integrate(robot.model, q[i], d[:nv])
+        vv[i] = v[i] + d[nv:2 * nv]
+        aa[i] = a[i] + d[2 * nv:]
+        return integration_residual(space, qq, vv, aa, h, jacobians=False).r[k]
+
+    zero = np.zeros(3 * nv)
+    for k in range(n - 1):
+        np.testing.assert_allclose(lin.J0[k], central_diff(lambda d, k=k: f(k, 0, d), zero), atol=1e-6)
+        np.testing.assert_allclose(lin.J1[k], central_diff(lambda d, k=k: f(k, 1, d), zero), atol=1e-6)
+    qm = np.array([pin.integrate(robot.model, qq, 0.01 * rng.standard_normal(nv)) for qq in q])
+    r, J = encoder_residual(space, q, qm)
+    num = central_diff(lambda d: encoder_residual(space, pin.integrate(robot.model, q[0], d[:nv])[None],
+                                                  qm[:1], False)[0][0], zero)
+    np.testing.assert_allclose(J[0], num, atol=1e-6)
