@@ -26,6 +26,9 @@ lint: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_accuracy.py
 	$(BIN)/python benchmarks/bench_scaling.py
+	$(BIN)/python benchmarks/bench_tiago.py
+	$(BIN)/python benchmarks/bench_excitation.py
+	$(BIN)/python benchmarks/bench_identifiability.py
 
 clean:
 	rm -rf demo-output .pytest_cache
