@@ -274,3 +274,151 @@ def test_ur10_truth_log_with_urdf():
 def test_load_log_for_wrong_robot_names_joints():
     with pytest.raises(LogError, match="shoulder_pan"):
         load_log_for_robot(DATA / "so101_sim_train.csv", "z1")
+
+
+# ------------------------------------------------------------------------------ floating-base columns
+FEET = ("FL_foot", "FR_foot", "RL_foot", "RR_foot")
+
+
+@pytest.fixture(scope="module")
+def b1():
+    robot = load_robot("b1")
+    assert robot.floating_base and all(robot.model.existFrame(f) for f in FEET)
+    return robot
+
+
+def _unit_quats(rng, n):
+    x = rng.normal(size=(n, 4))
+    return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+
+def make_fb_df(robot, n=30, seed=0):
+    rng = np.random.default_rng(seed)
+    df = make_df(robot, n=n, seed=seed)
+    cols = {}
+    for prefix, comps, scale in (("imu.gyro", "xyz", 2.0), ("imu.acc", "xyz", 10.0), ("base.pos", "xyz", 1)):
+        for c in comps:
+            cols[f"{prefix}.{c}"] = rng.normal(0, scale, n)
+    for prefix in ("imu.quat", "base.quat"):
+        qs = _unit_quats(rng, n)
+        for i, c in enumerate("wxyz"):
+            cols[f"{prefix}.{c}"] = qs[:, i]
+    for f in FEET:
+        cols[f"contact.{f}"] = rng.integers(0, 2, n)
+        for c in "xyz":
+            cols[f"force.{f}.{c}"] = rng.normal(0, 100, n)
+            cols[f"torque.{f}.{c}"] = rng.normal(0, 1, n)
+    return pd.concat([df, pd.DataFrame(cols)], axis=1)
+
+
+def test_floating_base_log_parsed(b1, tmp_path):
+    df = make_fb_df(b1)
+    log = read_log(write(df, tmp_path), b1)
+    assert log.q.shape == (30, 12) and log.joint_names == b1.joint_names  # joints only, no base
+    np.testing.assert_array_equal(log.imu_gyro[:, 1], df["imu.gyro.y"].to_numpy())
+    assert log.imu_acc.shape == (30, 3) and log.base_pos.shape == (30, 3)
+    assert log.imu_quat.shape == (30, 4) and log.base_quat.shape == (30, 4)
+    np.testing.assert_allclose(log.base_quat[:, 0], df["base.quat.w"].to_numpy(), rtol=1e-14)
+    assert set(log.contacts) == set(log.forces) == set(log.torques) == set(FEET)
+    assert log.contacts["RL_foot"].dtype == bool
+    np.testing.assert_array_equal(log.contacts["RL_foot"], df["contact.RL_foot"].to_numpy() == 1)
+    np.testing.assert_array_equal(log.forces["FR_foot"][:, 2], df["force.FR_foot.z"].to_numpy())
+    assert not any(c.startswith(("imu.", "base.", "contact.", "force.", "torque.")) for c in log.extra)
+    sl = log.slice(5, 10)
+    assert sl.imu_quat.shape == (5, 4) and sl.contacts["FL_foot"].shape == (5,)
+
+
+def test_fixed_base_log_has_no_floating_fields(z1, tmp_path):
+    log = read_log(write(make_df(z1), tmp_path), z1)
+    assert log.imu_gyro is None and log.imu_acc is None and log.imu_quat is None
+    assert log.base_pos is None and log.base_quat is None
+    assert log.contacts == {} and log.forces == {} and log.torques == {} and log.extra == {}
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".parquet"])
+def test_floating_base_round_trip(b1, tmp_path, suffix):
+    df = make_fb_df(b1, n=40)
+    for c in "xyz":
+        df[f"torque.RR_foot.{c}"] = np.nan  # torque not measured on one foot
+    df["base.quat.w"] *= 1.0005  # normalised on read
+    log = read_log(write(df, tmp_path, "in" + suffix), b1)
+    np.testing.assert_allclose(np.linalg.norm(log.base_quat, axis=1), 1.0, rtol=1e-12)
+    assert np.isnan(log.torques["RR_foot"]).all()
+    out = tmp_path / ("out" + suffix)
+    write_log(log, out)
+    back = read_log(out, b1)
+    for name in ("t", "q", "v", "tau", "imu_gyro", "imu_acc", "imu_quat", "base_pos", "base_quat"):
+        np.testing.assert_array_equal(getattr(back, name), getattr(log, name))
+    for name in ("contacts", "forces", "torques"):
+        a, b = getattr(log, name), getattr(back, name)
+        assert list(a) == list(b)
+        for k in a:
+            np.testing.assert_array_equal(a[k], b[k])
+
+
+@pytest.mark.parametrize("drop", ["imu.gyro.z", "imu.acc.x", "imu.quat.w", "base.pos.y", "base.quat.z",
+                                  "force.FL_foot.y", "torque.RR_foot.x"])
+def test_incomplete_group(b1, tmp_path, drop):
+    msg = read_err(make_fb_df(b1).drop(columns=[drop]), tmp_path, b1)
+    assert repr(drop) in msg and "missing" in msg
+
+
+@pytest.mark.parametrize("col", ["imu.gyro.x", "imu.acc.y", "imu.quat.w", "base.pos.z", "base.quat.y",
+                                 "contact.FR_foot", "force.RL_foot.z", "torque.FL_foot.y"])
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_floating_non_finite(b1, tmp_path, col, bad):
+    df = make_fb_df(b1).astype({col: float})
+    df.loc[7, col] = bad
+    msg = read_err(df, tmp_path, b1, "log.parquet")
+    assert repr(col) in msg and "row 7" in msg
+
+
+def test_all_nan_force_is_not_measured(b1, tmp_path):
+    df = make_fb_df(b1)
+    df["force.FL_foot.x"] = np.nan
+    log = read_log(write(df, tmp_path), b1)
+    assert np.isnan(log.forces["FL_foot"][:, 0]).all() and np.isfinite(log.forces["FL_foot"][:, 1:]).all()
+
+
+@pytest.mark.parametrize("prefix", ["imu.quat", "base.quat"])
+def test_quaternion_not_unit(b1, tmp_path, prefix):
+    df = make_fb_df(b1)
+    df.loc[4, f"{prefix}.x"] += 0.1
+    msg = read_err(df, tmp_path, b1)
+    assert prefix in msg and "row 4" in msg and "norm" in msg
+
+
+def test_contact_flag_not_binary(b1, tmp_path):
+    df = make_fb_df(b1).astype({"contact.RR_foot": float})
+    df.loc[9, "contact.RR_foot"] = 0.5
+    msg = read_err(df, tmp_path, b1)
+    assert "contact.RR_foot" in msg and "row 9" in msg and "0.5" in msg
+
+
+@pytest.mark.parametrize("col", ["contact.hand", "force.hand.x", "torque.hand.x"])
+def test_unknown_frame(b1, tmp_path, col):
+    df = make_fb_df(b1)
+    if col.startswith("contact"):
+        df[col] = 1
+    else:
+        kind = col.split(".")[0]
+        for c in "xyz":
+            df[f"{kind}.hand.{c}"] = 0.0
+    msg = read_err(df, tmp_path, b1)
+    assert "'hand'" in msg and "FL_foot" in msg  # names the culprit and lists the known frames
+
+
+@pytest.mark.parametrize("col,value", [("imu.gyro.y", 150.0), ("imu.acc.z", -2000.0),
+                                       ("force.FR_foot.x", 2e5), ("torque.RL_foot.z", 2e5)])
+def test_floating_implausible(b1, tmp_path, col, value):
+    df = make_fb_df(b1)
+    df.loc[3, col] = value
+    msg = read_err(df, tmp_path, b1)
+    assert col in msg and "row 3" in msg and "implausible" in msg
+
+
+def test_unknown_group_component(b1, tmp_path):
+    df = make_fb_df(b1)
+    df["imu.gyro.w"] = 0.0
+    msg = read_err(df, tmp_path, b1)
+    assert "imu.gyro.w" in msg

@@ -2,9 +2,12 @@
 
 Schema (see ``docs/data-format.md``): a column ``t`` [s] (strictly increasing), and per robot joint
 ``q.<joint>`` [rad | m] (required), ``v.<joint>`` [rad/s | m/s] (optional, all joints or none) and
-``tau.<joint>`` [N·m | N] (optional; absent or all-NaN = not measured). Other columns are kept in
-``Log.extra``. Every validation failure raises `LogError` with one message naming the file, the
-column and, where it applies, the row (0-based data row; for CSV also the file line).
+``tau.<joint>`` [N·m | N] (optional; absent or all-NaN = not measured), and the optional
+floating-base groups ``imu.gyro.{x,y,z}``, ``imu.acc.{x,y,z}``, ``imu.quat.{w,x,y,z}``,
+``base.pos.{x,y,z}``, ``base.quat.{w,x,y,z}``, ``contact.<frame>``, ``force.<frame>.{x,y,z}`` and
+``torque.<frame>.{x,y,z}``. Other columns are kept in ``Log.extra``. Every validation failure
+raises `LogError` with one message naming the file, the column and, where it applies, the row
+(0-based data row; for CSV also the file line).
 """
 
 from __future__ import annotations
@@ -24,11 +27,31 @@ from .log import Log
 MAX_ABS_Q = 100.0  # rad | m
 MAX_ABS_V = 1000.0  # rad/s | m/s
 MAX_ABS_TAU = 1e5  # N·m | N
+MAX_NORM_GYRO = 100.0  # rad/s
+MAX_NORM_ACC = 1000.0  # m/s²
+MAX_NORM_BASE_POS = 1e4  # m
+MAX_NORM_FORCE = 1e5  # N
+MAX_NORM_TORQUE = 1e5  # N·m
+#: A logged quaternion whose norm differs from 1 by more than this is an error (else it is normalised).
+QUAT_NORM_TOLERANCE = 1e-3
 
 #: Logged position of a locked joint further than this from its lock value triggers a warning.
 LOCK_TOLERANCE = 0.05
 
 _KINDS = ("q", "v", "tau")
+_XYZ = ("x", "y", "z")
+_WXYZ = ("w", "x", "y", "z")
+#: Fixed column groups: Log field -> (column prefix, components, magnitude bound, unit);
+#: bound None = unit quaternion.
+_GROUPS = {
+    "imu_gyro": ("imu.gyro", _XYZ, MAX_NORM_GYRO, "rad/s"),
+    "imu_acc": ("imu.acc", _XYZ, MAX_NORM_ACC, "m/s²"),
+    "imu_quat": ("imu.quat", _WXYZ, None, ""),
+    "base_pos": ("base.pos", _XYZ, MAX_NORM_BASE_POS, "m"),
+    "base_quat": ("base.quat", _WXYZ, None, ""),
+}
+#: Per-frame wrench groups: Log field -> (column kind, magnitude bound, unit).
+_WRENCHES = {"forces": ("force", MAX_NORM_FORCE, "N"), "torques": ("torque", MAX_NORM_TORQUE, "N·m")}
 SUPPORTED_SUFFIXES = (".csv", ".parquet", ".pq")
 
 
@@ -115,6 +138,128 @@ def _check_bound(x: np.ndarray, col: str, path: Path, bound: float, unit: str) -
         )
 
 
+def _group_cols(prefix: str, comps: tuple[str, ...]) -> list[str]:
+    return [f"{prefix}.{c}" for c in comps]
+
+
+def _check_group_complete(df: pd.DataFrame, prefix: str, comps: tuple[str, ...], path: Path) -> bool:
+    """True if the group is present (all components), False if absent; error if partial or odd."""
+    cols = _group_cols(prefix, comps)
+    present = [c for c in df.columns if c.startswith(prefix + ".")]
+    odd = [c for c in present if c not in cols]
+    if odd:
+        raise LogError(f"{path}: column {odd[0]!r}: unknown component of group '{prefix}' "
+                       f"(expected columns {cols})")
+    if not present:
+        return False
+    missing = [c for c in cols if c not in present]
+    if missing:
+        raise LogError(f"{path}: column {missing[0]!r} missing (all missing: {missing}); group "
+                       f"'{prefix}' needs all of {cols}")
+    return True
+
+
+def _check_norm(x: np.ndarray, cols: list[str], path: Path, bound: float, unit: str) -> None:
+    norm = np.linalg.norm(x, axis=1)
+    bad = np.flatnonzero(norm > bound)
+    if bad.size:
+        r = int(bad[0])
+        raise LogError(f"{path}: columns {cols}, {_row_ref(path, r)}: implausible magnitude "
+                       f"{norm[r]:g} (> {bound:g} {unit}; wrong units?)")
+
+
+def _normalised_quaternion(x: np.ndarray, cols: list[str], path: Path) -> np.ndarray:
+    norm = np.linalg.norm(x, axis=1)
+    bad = np.flatnonzero(np.abs(norm - 1.0) > QUAT_NORM_TOLERANCE)
+    if bad.size:
+        r = int(bad[0])
+        raise LogError(f"{path}: columns {cols}, {_row_ref(path, r)}: quaternion norm {norm[r]:.6g} is "
+                       f"not 1 (tolerance {QUAT_NORM_TOLERANCE:g}; {bad.size} bad row(s))")
+    x = x.copy()
+    fix = np.abs(norm - 1.0) > 1e-12  # leave already-unit rows bit-identical (exact round trips)
+    x[fix] /= norm[fix, None]
+    return x
+
+
+def _known_frames(robot: RobotModel) -> list[str]:
+    return list(dict.fromkeys(f.name for f in robot.model.frames))
+
+
+def _check_frame(robot: RobotModel, frame: str, col: str, path: Path) -> None:
+    if not robot.model.existFrame(frame):
+        raise LogError(f"{path}: column {col!r} names unknown frame {frame!r}; robot {robot.name!r} "
+                       f"frames: {_known_frames(robot)}")
+
+
+def _read_floating_base(df: pd.DataFrame, path: Path, robot: RobotModel) -> tuple[dict, set]:
+    """Parse the optional imu/base/contact/force/torque columns: (Log keyword arguments, used columns)."""
+    out: dict = {}
+    used: set = set()
+    for name, (prefix, comps, bound, unit) in _GROUPS.items():
+        if not _check_group_complete(df, prefix, comps, path):
+            continue
+        cols = _group_cols(prefix, comps)
+        x = np.column_stack([_numeric(df, c, path) for c in cols])
+        for i, c in enumerate(cols):
+            _check_finite(x[:, i], c, path)
+        if bound is None:
+            x = _normalised_quaternion(x, cols, path)
+        else:
+            _check_norm(x, cols, path, bound, unit)
+        out[name] = x
+        used.update(cols)
+
+    contacts = {}
+    for c in df.columns:
+        if not c.startswith("contact."):
+            continue
+        frame = c[len("contact."):]
+        if not frame:
+            raise LogError(f"{path}: column {c!r}: no frame name (expected 'contact.<frame>')")
+        _check_frame(robot, frame, c, path)
+        x = _numeric(df, c, path)
+        _check_finite(x, c, path)
+        bad = np.flatnonzero((x != 0.0) & (x != 1.0))
+        if bad.size:
+            r = int(bad[0])
+            raise LogError(f"{path}: column {c!r}, {_row_ref(path, r)}: contact flag {x[r]:g} is not 0 or 1")
+        contacts[frame] = x == 1.0
+        used.add(c)
+    out["contacts"] = contacts
+
+    for name, (kind, bound, unit) in _WRENCHES.items():
+        frames: dict[str, None] = {}
+        for c in df.columns:
+            if c.startswith(kind + "."):
+                frame, sep, comp = c[len(kind) + 1:].rpartition(".")
+                if not sep or not frame or comp not in _XYZ:
+                    raise LogError(f"{path}: column {c!r}: expected '{kind}.<frame>.x|y|z'")
+                frames.setdefault(frame, None)
+        wrenches = {}
+        for frame in frames:
+            prefix = f"{kind}.{frame}"
+            cols = _group_cols(prefix, _XYZ)
+            _check_frame(robot, frame, cols[0], path)
+            _check_group_complete(df, prefix, _XYZ, path)
+            x = np.column_stack([_numeric(df, c, path) for c in cols])
+            for i, c in enumerate(cols):
+                nan = np.isnan(x[:, i])
+                if nan.all():
+                    continue  # not measured (like tau)
+                if nan.any():
+                    r = int(np.flatnonzero(nan)[0])
+                    raise LogError(
+                        f"{path}: column {c!r}, {_row_ref(path, r)}: missing {kind} value ({int(nan.sum())} "
+                        f"of {len(x)} rows are NaN; a column must be fully measured or all NaN)"
+                    )
+                _check_finite(x[:, i], c, path)
+            _check_norm(np.nan_to_num(x, nan=0.0), cols, path, bound, unit)
+            wrenches[frame] = x
+            used.update(cols)
+        out[name] = wrenches
+    return out, used
+
+
 def read_log(path: str | os.PathLike, robot: RobotModel, locked_values: dict | None = None) -> Log:
     """Read and validate a log for ``robot`` (CSV or Parquet, chosen by the file suffix).
 
@@ -126,7 +271,16 @@ def read_log(path: str | os.PathLike, robot: RobotModel, locked_values: dict | N
     * ``v.<joint>`` for all joints or for none (none -> ``Log.v is None``); q and v finite;
     * ``tau.<joint>`` absent or all-NaN -> not measured (NaN column, one warning naming the joints);
       a tau column with *some* NaN rows, or any inf, is an error naming the first bad row;
-    * |q| <= 100, |v| <= 1000, |tau| <= 1e5 (else: implausible value, probably wrong units).
+    * |q| <= 100, |v| <= 1000, |tau| <= 1e5 (else: implausible value, probably wrong units);
+    * optional groups ``imu.gyro.{x,y,z}``, ``imu.acc.{x,y,z}``, ``imu.quat.{w,x,y,z}``,
+      ``base.pos.{x,y,z}``, ``base.quat.{w,x,y,z}``: complete, finite, row norm <= 100 rad/s (gyro),
+      1000 m/s² (acc), 1e4 m (pos), quaternion norm within 1e-3 of 1 (then normalised);
+    * ``contact.<frame>``: 0/1, finite, frame of the robot model; ``force.<frame>.{x,y,z}`` /
+      ``torque.<frame>.{x,y,z}``: complete, frame of the model, each column finite or all NaN
+      (= not measured), row norm <= 1e5 N / N·m.
+
+    Floating-base robots: ``q.``/``v.``/``tau.`` columns are the joints only (``robot.joint_names``
+    excludes the free-flyer root); the base pose comes from the ``base.*`` columns when present.
 
     ``locked_values`` (joint -> value) overrides the lock values of ``robot.locked_joints`` used to
     check logged columns of locked joints (a warning if they stray more than 0.05 from the lock).
@@ -218,7 +372,8 @@ def read_log(path: str | os.PathLike, robot: RobotModel, locked_values: dict | N
         warnings.warn(f"{path}: effort not measured (column absent or all NaN) for joint(s): "
                       + ", ".join(not_measured), stacklevel=2)
 
-    used = {"t"} | {f"{k}.{j}" for k in _KINDS for j in robot_joints}
+    fb, fb_used = _read_floating_base(df, path, robot)
+    used = {"t"} | {f"{k}.{j}" for k in _KINDS for j in robot_joints} | fb_used
     extra = {}
     for c in df.columns:
         if c in used:
@@ -236,18 +391,32 @@ def read_log(path: str | os.PathLike, robot: RobotModel, locked_values: dict | N
                 warnings.warn(f"{path}: joint {j!r} is locked at {val:g} in the model but its logged "
                               f"position departs from it by up to {dev:.3g}", stacklevel=2)
 
-    return Log(t=t, q=q, v=v, tau=tau, joint_names=tuple(robot_joints), source=str(path), extra=extra)
+    return Log(t=t, q=q, v=v, tau=tau, joint_names=tuple(robot_joints), source=str(path), extra=extra, **fb)
 
 
 # ---------------------------------------------------------------------------------------------- writing
 def log_to_frame(log: Log) -> pd.DataFrame:
-    """The log as a table in the on-disk schema (t, q.*, v.*, tau.*, then 1-D extra columns)."""
+    """The log as a table in the on-disk schema (t, q.*, v.*, tau.*, imu.*, base.*, contact.*,
+    force.*, torque.*, then 1-D extra columns)."""
     cols: dict[str, np.ndarray] = {"t": np.asarray(log.t, float)}
     for kind, arr in (("q", log.q), ("v", log.v), ("tau", log.tau)):
         if arr is None:
             continue
         for i, j in enumerate(log.joint_names):
             cols[f"{kind}.{j}"] = np.asarray(arr[:, i], float)
+    for name, (prefix, comps, _, _) in _GROUPS.items():
+        arr = getattr(log, name)
+        if arr is not None:
+            arr = np.asarray(arr, float)
+            for i, c in enumerate(comps):
+                cols[f"{prefix}.{c}"] = arr[:, i]
+    for frame, flag in log.contacts.items():
+        cols[f"contact.{frame}"] = np.asarray(flag).astype(np.int8)
+    for name, (kind, _, _) in _WRENCHES.items():
+        for frame, arr in getattr(log, name).items():
+            arr = np.asarray(arr, float)
+            for i, c in enumerate(_XYZ):
+                cols[f"{kind}.{frame}.{c}"] = arr[:, i]
     for k, x in log.extra.items():
         x = np.asarray(x)
         if k not in cols and x.ndim == 1 and x.shape[0] == log.n_samples:
