@@ -1,0 +1,519 @@
+"""Floating-base legged-robot data from MuJoCo (issue 3 item 6, first slice).
+
+`build_mujoco_model` rebuilds a `RobotModel` (free-flyer root, 1-DoF joints) as a MuJoCo model with
+`mujoco.MjSpec` — URDFs such as example-robot-data's ``b1.urdf`` do not load in MuJoCo directly.
+One MuJoCo body per Pinocchio joint, placed at ``model.jointPlacements`` (so MuJoCo body frames are
+Pinocchio joint frames), explicit inertials from the Pinocchio inertias (COM position + full inertia
+about the COM), hinge/slide axes from the joint types, ``frictionloss`` (Coulomb), ``damping``
+(viscous) and ``armature`` per joint, sphere geoms at the foot frames colliding with a ground plane,
+an IMU site on the base (gyro + accelerometer), one motor actuator per joint, ``implicitfast``.
+
+`simulate_stance` stands the robot on its feet with a joint PD controller and a slow sinusoidal body
+sway and logs joint/base/IMU/contact signals at ``rate``.
+
+Coordinate conventions (see `mj_to_pin` / `pin_to_mj`):
+
+* MuJoCo free joint: ``qpos = [p_world, quat (w, x, y, z)]``, ``qvel = [v_world, omega_local]``
+  (linear velocity of the body origin in the world frame, angular velocity in the body frame).
+* Pinocchio free flyer: ``q = [p_world, quat (x, y, z, w)]``, ``v = [R^T v_world, omega_local]``
+  (both in the local base frame).
+
+Friction note: MuJoCo's ``frictionloss`` is a constraint-based (dry) Coulomb friction, not the
+``fc·tanh(v/vs)`` of `simulate.friction_torque`; the truth records ``friction_model`` accordingly.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import mujoco
+import numpy as np
+import pinocchio as pin
+
+from ..robots import INERTIAL_SUFFIXES, RobotModel
+
+DEFAULT_FOOT_FRAMES = ("FL_foot", "FR_foot", "RL_foot", "RR_foot")
+FRICTION_MODEL = "mujoco-frictionloss-damping"
+_AXES = {"X": (1.0, 0.0, 0.0), "Y": (0.0, 1.0, 0.0), "Z": (0.0, 0.0, 1.0)}
+
+
+class MujocoSimError(ValueError):
+    """Bad input for the MuJoCo simulator (the message names the culprit)."""
+
+
+@dataclass(frozen=True, eq=False)
+class MujocoInfo:
+    """Mapping between the Pinocchio model and the MuJoCo model built from it.
+
+    Attributes:
+        joint_names: actuated joints (RobotModel order).
+        body_names: MuJoCo body name per Pinocchio joint 1..njoints-1 (= RobotModel.body_names).
+        qpos_adr, dof_adr: MuJoCo qpos / qvel address of each actuated joint.
+        pin_idx_q, pin_idx_v: Pinocchio q / v index of each actuated joint.
+        actuator_ids: MuJoCo actuator id per joint (same order).
+        foot_frames: Pinocchio frame names of the feet; foot_geoms / foot_sites: MuJoCo ids.
+        floor_geom: id of the ground plane; imu_site: site id; sensor_adr: {"gyro": adr, "acc": adr}.
+        base_body: MuJoCo body id of the floating base.
+    """
+
+    joint_names: tuple[str, ...]
+    body_names: tuple[str, ...]
+    qpos_adr: np.ndarray
+    dof_adr: np.ndarray
+    pin_idx_q: np.ndarray
+    pin_idx_v: np.ndarray
+    actuator_ids: np.ndarray
+    foot_frames: tuple[str, ...]
+    foot_geoms: np.ndarray
+    foot_sites: np.ndarray
+    floor_geom: int
+    imu_site: int
+    sensor_adr: dict
+    base_body: int
+    foot_radius: float
+
+
+# ---------------------------------------------------------------------------------------------- model
+def _check_robot(robot: RobotModel) -> None:
+    if not robot.floating_base:
+        raise MujocoSimError(f"robot {robot.name!r}: the MuJoCo simulator needs a free-flyer root")
+    if robot.model.joints[1].shortname() != "JointModelFreeFlyer":
+        raise MujocoSimError(f"robot {robot.name!r}: joint 1 is not a free flyer")
+
+
+def _joint_axis(jm) -> tuple[str, np.ndarray]:
+    """('hinge'|'slide', axis) of a Pinocchio 1-DoF joint model."""
+    name = jm.shortname()
+    for prefix, kind in (("JointModelRevoluteUnaligned", "hinge"), ("JointModelPrismaticUnaligned", "slide")):
+        if name.startswith(prefix):
+            return kind, np.array(jm.axis, float)
+    for prefix, kind in (("JointModelRUB", "hinge"), ("JointModelR", "hinge"), ("JointModelP", "slide")):
+        if name.startswith(prefix) and name[-1] in _AXES:
+            if prefix == "JointModelRUB":
+                raise MujocoSimError(f"continuous joint {name} is not supported (lock it)")
+            return kind, np.array(_AXES[name[-1]])
+    raise MujocoSimError(f"unsupported joint type {name}")
+
+
+def _per_joint(values, n, what) -> np.ndarray:
+    if values is None:
+        return np.zeros(n)
+    arr = np.broadcast_to(np.asarray(values, float), (n,)).copy()
+    if not np.all(np.isfinite(arr)) or np.any(arr < 0):
+        raise MujocoSimError(f"{what} must be finite and >= 0 per joint, got {arr}")
+    return arr
+
+
+def build_mujoco_model(
+    robot: RobotModel,
+    inertial: np.ndarray | None = None,
+    friction: tuple | dict | None = None,
+    armature=None,
+    foot_frames: tuple[str, ...] = DEFAULT_FOOT_FRAMES,
+    foot_radius: float = 0.02,
+    timestep: float = 0.0005,
+    foot_friction: float = 1.0,
+) -> tuple[mujoco.MjModel, MujocoInfo]:
+    """MuJoCo model of ``robot`` (see the module docstring).
+
+    Args:
+        inertial: (n_bodies, 10) Pinocchio dynamic parameters; default the URDF nominal.
+        friction: ``(fc, fv)`` per joint (or dict with keys ``fc``, ``fv``); default the URDF values.
+        armature: per joint (scalar broadcasts); default 0.
+        foot_frames: Pinocchio frame names where the contact spheres go (their centres).
+    """
+    _check_robot(robot)
+    model = robot.model
+    n = robot.n_joints
+    P = robot.nominal_inertial_parameters() if inertial is None else np.asarray(inertial, float)
+    if P.shape != (robot.n_bodies, 10):
+        raise MujocoSimError(f"inertial must have shape ({robot.n_bodies}, 10), got {P.shape}")
+    if friction is None:
+        fc, fv = robot.urdf_friction, robot.urdf_damping
+    elif isinstance(friction, dict):
+        fc, fv = friction["fc"], friction["fv"]
+    else:
+        fc, fv = friction
+    fc, fv = _per_joint(fc, n, "fc"), _per_joint(fv, n, "fv")
+    arm = _per_joint(armature, n, "armature")
+    for f in foot_frames:
+        if not model.existFrame(f):
+            raise MujocoSimError(f"robot {robot.name!r} has no frame {f!r}")
+
+    spec = mujoco.MjSpec()
+    spec.modelname = f"{robot.name}_fg_sysid"
+    spec.compiler.inertiafromgeom = mujoco.mjtInertiaFromGeom.mjINERTIAFROMGEOM_FALSE
+    spec.compiler.balanceinertia = False
+    spec.compiler.boundmass = 0.0
+    spec.compiler.boundinertia = 0.0
+    spec.option.timestep = float(timestep)
+    spec.option.integrator = mujoco.mjtIntegrator.mjINT_IMPLICITFAST
+    spec.option.gravity = np.array(model.gravity.linear, float)
+
+    floor = spec.worldbody.add_geom(
+        name="floor", type=mujoco.mjtGeom.mjGEOM_PLANE, size=[0.0, 0.0, 0.05],
+        friction=[foot_friction, 0.005, 0.0001],
+    )
+    floor.contype, floor.conaffinity = 1, 1
+
+    jn_index = {j: i for i, j in enumerate(robot.joint_names)}
+    bodies = {0: spec.worldbody}
+    for j in range(1, model.njoints):
+        parent = bodies[int(model.parents[j])]
+        M = model.jointPlacements[j]
+        body = parent.add_body(name=robot.body_names[j - 1])
+        body.pos = np.array(M.translation, float)
+        body.quat = pin.Quaternion(M.rotation).coeffs()[[3, 0, 1, 2]]  # w, x, y, z
+        inert = pin.Inertia.FromDynamicParameters(P[j - 1])
+        I_c = np.array(inert.inertia, float)
+        body.explicitinertial = True
+        body.mass = float(inert.mass)
+        body.ipos = np.array(inert.lever, float)
+        body.iquat = [1.0, 0.0, 0.0, 0.0]
+        body.fullinertia = [I_c[0, 0], I_c[1, 1], I_c[2, 2], I_c[0, 1], I_c[0, 2], I_c[1, 2]]
+        if j == 1:
+            body.add_freejoint(name=model.names[j])
+            body.add_site(name="imu", pos=[0.0, 0.0, 0.0])
+        else:
+            kind, axis = _joint_axis(model.joints[j])
+            i = jn_index[model.names[j]]
+            jt = body.add_joint(
+                name=model.names[j],
+                type=mujoco.mjtJoint.mjJNT_HINGE if kind == "hinge" else mujoco.mjtJoint.mjJNT_SLIDE,
+                axis=axis,
+            )
+            jt.frictionloss = float(fc[i])
+            jt.damping = [float(fv[i]), 0.0, 0.0]  # linear term only (mujoco 4: polynomial)
+            jt.armature = float(arm[i])
+        bodies[j] = body
+
+    for f in foot_frames:
+        fr = model.frames[model.getFrameId(f)]
+        body = bodies[int(fr.parentJoint)]
+        pos = np.array(fr.placement.translation, float)
+        g = body.add_geom(name=f"{f}_geom", type=mujoco.mjtGeom.mjGEOM_SPHERE,
+                          size=[foot_radius, 0.0, 0.0], pos=pos, friction=[foot_friction, 0.005, 0.0001])
+        g.contype, g.conaffinity = 1, 1
+        g.condim = 3
+        body.add_site(name=f"{f}_site", pos=pos)
+
+    effort = robot.effort_limits()
+    for i, jname in enumerate(robot.joint_names):
+        act = spec.add_actuator(name=f"{jname}_motor", target=jname,
+                                trntype=mujoco.mjtTrn.mjTRN_JOINT)
+        act.gainprm[0] = 1.0
+        if np.isfinite(effort[i]):
+            act.ctrllimited = 1
+            act.ctrlrange = [-float(effort[i]), float(effort[i])]
+
+    spec.add_sensor(name="imu_gyro", type=mujoco.mjtSensor.mjSENS_GYRO,
+                    objtype=mujoco.mjtObj.mjOBJ_SITE, objname="imu")
+    spec.add_sensor(name="imu_acc", type=mujoco.mjtSensor.mjSENS_ACCELEROMETER,
+                    objtype=mujoco.mjtObj.mjOBJ_SITE, objname="imu")
+
+    try:
+        mj = spec.compile()
+    except Exception as e:  # mujoco raises ValueError with the compiler message
+        raise MujocoSimError(f"robot {robot.name!r}: MuJoCo compile failed: {e}") from None
+
+    def jid(name):
+        return mujoco.mj_name2id(mj, mujoco.mjtObj.mjOBJ_JOINT, name)
+
+    info = MujocoInfo(
+        joint_names=tuple(robot.joint_names),
+        body_names=tuple(robot.body_names),
+        qpos_adr=np.array([mj.jnt_qposadr[jid(j)] for j in robot.joint_names], int),
+        dof_adr=np.array([mj.jnt_dofadr[jid(j)] for j in robot.joint_names], int),
+        pin_idx_q=robot.joint_index_q(),
+        pin_idx_v=robot.joint_index_v(),
+        actuator_ids=np.array([mujoco.mj_name2id(mj, mujoco.mjtObj.mjOBJ_ACTUATOR, f"{j}_motor")
+                               for j in robot.joint_names], int),
+        foot_frames=tuple(foot_frames),
+        foot_geoms=np.array([mujoco.mj_name2id(mj, mujoco.mjtObj.mjOBJ_GEOM, f"{f}_geom")
+                             for f in foot_frames], int),
+        foot_sites=np.array([mujoco.mj_name2id(mj, mujoco.mjtObj.mjOBJ_SITE, f"{f}_site")
+                             for f in foot_frames], int),
+        floor_geom=mujoco.mj_name2id(mj, mujoco.mjtObj.mjOBJ_GEOM, "floor"),
+        imu_site=mujoco.mj_name2id(mj, mujoco.mjtObj.mjOBJ_SITE, "imu"),
+        sensor_adr={
+            "gyro": int(mj.sensor_adr[mujoco.mj_name2id(mj, mujoco.mjtObj.mjOBJ_SENSOR, "imu_gyro")]),
+            "acc": int(mj.sensor_adr[mujoco.mj_name2id(mj, mujoco.mjtObj.mjOBJ_SENSOR, "imu_acc")]),
+        },
+        base_body=mujoco.mj_name2id(mj, mujoco.mjtObj.mjOBJ_BODY, robot.body_names[0]),
+        foot_radius=float(foot_radius),
+    )
+    return mj, info
+
+
+# ---------------------------------------------------------------------------------------------- q/v maps
+def pin_to_mj(q_pin, v_pin, info: MujocoInfo, nq_mj: int, nv_mj: int) -> tuple[np.ndarray, np.ndarray]:
+    """Pinocchio ``(q, v)`` -> MuJoCo ``(qpos, qvel)`` (see the module docstring)."""
+    q_pin = np.asarray(q_pin, float)
+    qpos = np.zeros(nq_mj)
+    qpos[:3] = q_pin[:3]
+    x, y, z, w = q_pin[3:7]
+    nrm = math.sqrt(w * w + x * x + y * y + z * z)
+    qpos[3:7] = np.array([w, x, y, z]) / nrm
+    qpos[info.qpos_adr] = q_pin[info.pin_idx_q]
+    qvel = np.zeros(nv_mj)
+    if v_pin is not None:
+        v_pin = np.asarray(v_pin, float)
+        R = pin.Quaternion(w / nrm, x / nrm, y / nrm, z / nrm).toRotationMatrix()
+        qvel[:3] = R @ v_pin[:3]
+        qvel[3:6] = v_pin[3:6]
+        qvel[info.dof_adr] = v_pin[info.pin_idx_v]
+    return qpos, qvel
+
+
+def mj_to_pin(qpos, qvel, info: MujocoInfo, nq_pin: int, nv_pin: int) -> tuple[np.ndarray, np.ndarray]:
+    """MuJoCo ``(qpos, qvel)`` -> Pinocchio ``(q, v)`` (see the module docstring)."""
+    qpos = np.asarray(qpos, float)
+    q = np.zeros(nq_pin)
+    q[:3] = qpos[:3]
+    w, x, y, z = qpos[3:7]
+    q[3:7] = [x, y, z, w]
+    q[info.pin_idx_q] = qpos[info.qpos_adr]
+    v = np.zeros(nv_pin)
+    if qvel is not None:
+        qvel = np.asarray(qvel, float)
+        R = pin.Quaternion(w, x, y, z).normalized().toRotationMatrix()
+        v[:3] = R.T @ qvel[:3]
+        v[3:6] = qvel[3:6]
+        v[info.pin_idx_v] = qvel[info.dof_adr]
+    return q, v
+
+
+def contact_forces(
+    mj: mujoco.MjModel, data: mujoco.MjData, info: MujocoInfo
+) -> tuple[np.ndarray, np.ndarray]:
+    """(flags (n_feet,) bool, forces (n_feet, 3) WORLD force exerted by the ground on each foot)."""
+    nf = len(info.foot_geoms)
+    flags = np.zeros(nf, bool)
+    forces = np.zeros((nf, 3))
+    slot = {int(g): i for i, g in enumerate(info.foot_geoms)}
+    f6 = np.zeros(6)
+    for c in range(data.ncon):
+        con = data.contact[c]
+        g1, g2 = int(con.geom1), int(con.geom2)
+        if g2 in slot:
+            i, sign = slot[g2], 1.0  # force in contact frame acts on geom2 (normal from geom1 to geom2)
+        elif g1 in slot:
+            i, sign = slot[g1], -1.0
+        else:
+            continue
+        mujoco.mj_contactForce(mj, data, c, f6)
+        frame = np.array(con.frame, float).reshape(3, 3)  # rows: normal, tangent1, tangent2 (world)
+        forces[i] += sign * (frame.T @ f6[:3])
+        flags[i] = True
+    return flags, forces
+
+
+# ---------------------------------------------------------------------------------------------- stance
+@dataclass(frozen=True, eq=False)
+class StanceResult:
+    """Logs of `simulate_stance`, one row per sample (N samples at ``rate``).
+
+    Joint arrays are (N, n_joints) in ``joint_names`` order; ``tau`` is the actuator torque MuJoCo
+    applied (``qfrc_actuator``); ``base_pos`` (N, 3) world, ``base_quat`` (N, 4) w, x, y, z;
+    ``base_lin_vel`` (N, 3) world; ``base_ang_vel`` (N, 3) local base frame (MuJoCo qvel); ``gyro``,
+    ``acc`` (N, 3) IMU site frame (acc is the specific force, gravity included); ``contact`` (N, 4)
+    bool and ``contact_force`` (N, 4, 3) world force of the ground on each foot; ``q_pin``/``v_pin``
+    the full Pinocchio state.
+    """
+
+    t: np.ndarray
+    q: np.ndarray
+    v: np.ndarray
+    tau: np.ndarray
+    q_des: np.ndarray
+    gyro: np.ndarray
+    acc: np.ndarray
+    base_pos: np.ndarray
+    base_quat: np.ndarray
+    base_lin_vel: np.ndarray
+    base_ang_vel: np.ndarray
+    contact: np.ndarray
+    contact_force: np.ndarray
+    q_pin: np.ndarray
+    v_pin: np.ndarray
+    joint_names: tuple[str, ...]
+    foot_frames: tuple[str, ...]
+    truth: dict = field(default_factory=dict)
+
+
+def standing_posture(robot: RobotModel, thigh: float = 0.8, calf: float = -1.5) -> np.ndarray:
+    """Joint angles (n_joints,): hips 0, ``*thigh*`` joints ``thigh``, ``*calf*`` joints ``calf``."""
+    qj = np.zeros(robot.n_joints)
+    for i, j in enumerate(robot.joint_names):
+        if "thigh" in j:
+            qj[i] = thigh
+        elif "calf" in j or "knee" in j:
+            qj[i] = calf
+    return qj
+
+
+def standing_configuration(robot: RobotModel, qj: np.ndarray, foot_frames, foot_radius: float) -> np.ndarray:
+    """Pinocchio q with the base level at the height where the lowest foot sphere touches z = 0."""
+    q = pin.neutral(robot.model)
+    q[robot.joint_index_q()] = qj
+    d = robot.model.createData()
+    pin.framesForwardKinematics(robot.model, d, q)
+    zmin = min(d.oMf[robot.model.getFrameId(f)].translation[2] for f in foot_frames)
+    q[2] = -zmin + foot_radius
+    return q
+
+
+def _sway_offsets(robot: RobotModel, t: float, amplitude: float) -> np.ndarray:
+    """Slow body sway: lateral roll via the hips, height and pitch via thighs/calves."""
+    ramp = min(1.0, t / 0.5)
+    off = np.zeros(robot.n_joints)
+    for i, j in enumerate(robot.joint_names):
+        front = j.startswith("F")
+        if "hip" in j:
+            off[i] = 0.6 * amplitude * math.sin(2 * math.pi * 0.7 * t)
+        elif "thigh" in j:
+            off[i] = amplitude * (math.sin(2 * math.pi * 0.5 * t)
+                                  + (0.5 if front else -0.5) * math.sin(2 * math.pi * 0.9 * t))
+        elif "calf" in j:
+            off[i] = -2.0 * amplitude * math.sin(2 * math.pi * 0.5 * t)
+    return ramp * off
+
+
+def simulate_stance(
+    robot: RobotModel,
+    duration: float = 2.0,
+    rate: float = 500.0,
+    seed: int = 0,
+    noise: float = 0.0,
+    motion: str = "sway",
+    inertial: np.ndarray | None = None,
+    friction=None,
+    armature=None,
+    kp: float = 300.0,
+    kd: float = 5.0,
+    sway_amplitude: float = 0.1,
+    timestep: float = 0.0005,
+    foot_frames: tuple[str, ...] = DEFAULT_FOOT_FRAMES,
+    foot_radius: float = 0.02,
+    settle: float = 0.3,
+) -> StanceResult:
+    """Stand on four feet with joint PD (torque ``kp·(q_d - q) - kd·v``) and log at ``rate`` Hz.
+
+    ``motion``: ``"sway"`` (sinusoidal joint-target offsets) or ``"stand"``. The robot is dropped
+    from the touching height and settles for ``settle`` s before logging starts (logged ``t`` starts
+    at 0). ``noise`` is not implemented yet (must be 0); ``seed`` is recorded in the truth.
+    """
+    _check_robot(robot)
+    if motion not in ("sway", "stand"):
+        raise MujocoSimError(f"motion must be 'sway' or 'stand', got {motion!r}")
+    if noise != 0.0:
+        raise MujocoSimError("measurement noise is not implemented yet for the MuJoCo simulator")
+    for name, val in (("duration", duration), ("rate", rate), ("timestep", timestep)):
+        if not (np.isfinite(val) and val > 0):
+            raise MujocoSimError(f"{name} must be a positive number, got {val}")
+    substeps = int(round(1.0 / (rate * timestep)))
+    if substeps < 1 or abs(substeps * rate * timestep - 1.0) > 1e-6:
+        raise MujocoSimError(f"1/rate ({1 / rate}) must be a multiple of timestep ({timestep})")
+
+    n = robot.n_joints
+    P = robot.nominal_inertial_parameters() if inertial is None else np.asarray(inertial, float)
+    if friction is None:
+        fc, fv = robot.urdf_friction, robot.urdf_damping
+    elif isinstance(friction, dict):
+        fc, fv = friction["fc"], friction["fv"]
+    else:
+        fc, fv = friction
+    fc, fv = _per_joint(fc, n, "fc"), _per_joint(fv, n, "fv")
+    arm = _per_joint(armature, n, "armature")
+    mj, info = build_mujoco_model(robot, P, (fc, fv), arm, foot_frames, foot_radius, timestep)
+    data = mujoco.MjData(mj)
+
+    q0j = standing_posture(robot)
+    q0 = standing_configuration(robot, q0j, foot_frames, foot_radius)
+    data.qpos[:], data.qvel[:] = pin_to_mj(q0, None, info, mj.nq, mj.nv)
+    mujoco.mj_forward(mj, data)
+
+    def control(t_log):
+        qd = q0j + (_sway_offsets(robot, t_log, sway_amplitude) if motion == "sway" and t_log > 0 else 0.0)
+        qj = data.qpos[info.qpos_adr]
+        vj = data.qvel[info.dof_adr]
+        data.ctrl[info.actuator_ids] = kp * (qd - qj) - kd * vj
+        return qd
+
+    n_settle = int(round(settle / timestep))
+    for _ in range(n_settle):
+        control(0.0)
+        mujoco.mj_step(mj, data)
+
+    N = int(round(duration * rate)) + 1
+    nf = len(foot_frames)
+    out = {k: np.empty((N, n)) for k in ("q", "v", "tau", "q_des")}
+    out.update({k: np.empty((N, 3)) for k in ("gyro", "acc", "base_pos", "base_lin_vel", "base_ang_vel")})
+    base_quat = np.empty((N, 4))
+    contact = np.zeros((N, nf), bool)
+    cforce = np.zeros((N, nf, 3))
+    q_pin = np.empty((N, robot.nq))
+    v_pin = np.empty((N, robot.nv))
+    t = np.arange(N) / rate
+    ga, aa = info.sensor_adr["gyro"], info.sensor_adr["acc"]
+    for k in range(N):
+        out["q_des"][k] = control(t[k])
+        mujoco.mj_forward(mj, data)  # consistent contacts, sensors and actuator forces at t_k
+        out["q"][k] = data.qpos[info.qpos_adr]
+        out["v"][k] = data.qvel[info.dof_adr]
+        out["tau"][k] = data.qfrc_actuator[info.dof_adr]
+        out["gyro"][k] = data.sensordata[ga:ga + 3]
+        out["acc"][k] = data.sensordata[aa:aa + 3]
+        out["base_pos"][k] = data.qpos[:3]
+        base_quat[k] = data.qpos[3:7]
+        out["base_lin_vel"][k] = data.qvel[:3]
+        out["base_ang_vel"][k] = data.qvel[3:6]
+        contact[k], cforce[k] = contact_forces(mj, data, info)
+        q_pin[k], v_pin[k] = mj_to_pin(data.qpos, data.qvel, info, robot.nq, robot.nv)
+        if k == N - 1:
+            break
+        for s in range(substeps):
+            if s:
+                control(t[k] + s * timestep)
+            mujoco.mj_step(mj, data)
+        if not (np.isfinite(data.qpos).all() and np.isfinite(data.qvel).all()):
+            raise MujocoSimError(f"MuJoCo simulation diverged at t={t[k + 1]:.4g} s")
+
+    params = {}
+    for b, row in zip(robot.body_names, P, strict=True):
+        for s, x in zip(INERTIAL_SUFFIXES, row, strict=True):
+            params[f"{b}.{s}"] = float(x)
+    for i, j in enumerate(robot.joint_names):
+        params[f"{j}.fc"] = float(fc[i])
+        params[f"{j}.fv"] = float(fv[i])
+    for i, j in enumerate(robot.joint_names):
+        params[f"{j}.armature"] = float(arm[i])
+    truth = {
+        "robot": robot.name,
+        "simulator": f"mujoco {mujoco.__version__}",
+        "friction_model": FRICTION_MODEL,
+        "noise": float(noise),
+        "seed": int(seed),
+        "rate": float(rate),
+        "duration": float(duration),
+        "timestep": float(timestep),
+        "integrator": "implicitfast",
+        "joint_names": list(robot.joint_names),
+        "foot_frames": list(foot_frames),
+        "foot_radius": float(foot_radius),
+        "controller": {"kind": "joint PD", "kp": float(kp), "kd": float(kd), "motion": motion,
+                       "sway_amplitude": float(sway_amplitude), "settle": float(settle)},
+        "parameters": params,
+    }
+    return StanceResult(
+        t=t, base_quat=base_quat, contact=contact, contact_force=cforce, q_pin=q_pin, v_pin=v_pin,
+        joint_names=tuple(robot.joint_names), foot_frames=tuple(foot_frames), truth=truth, **out,
+    )
+
+
+__all__ = [
+    "DEFAULT_FOOT_FRAMES", "FRICTION_MODEL", "MujocoInfo", "MujocoSimError", "StanceResult",
+    "build_mujoco_model", "contact_forces", "mj_to_pin", "pin_to_mj", "simulate_stance",
+    "standing_configuration", "standing_posture",
+]
