@@ -6,13 +6,25 @@ import pytest
 mujoco = pytest.importorskip("mujoco")
 pin = pytest.importorskip("pinocchio")
 
+import json  # noqa: E402
+import sys  # noqa: E402
+
+import pandas as pd  # noqa: E402
+from click.testing import CliRunner  # noqa: E402
+
+from fg_sysid.cli import main  # noqa: E402
+from fg_sysid.datasets.io import read_log, write_log  # noqa: E402
 from fg_sysid.datasets.mujoco_sim import (  # noqa: E402
+    ACC_NOISE_FACTOR,
     DEFAULT_FOOT_FRAMES,
+    MujocoSimError,
     build_mujoco_model,
     mj_to_pin,
     pin_to_mj,
     simulate_stance,
+    to_log,
 )
+from fg_sysid.datasets.simulate import is_physically_consistent, truth_arrays  # noqa: E402
 from fg_sysid.robots import load_robot  # noqa: E402
 
 
@@ -146,3 +158,132 @@ def test_stance_with_friction_and_armature(b1):
     p = res.truth["parameters"]
     assert p["RR_calf_joint.fc"] == 0.5 and p["RR_calf_joint.fv"] == 0.1
     assert p["RR_calf_joint.armature"] == 0.02
+
+
+# ---------------------------------------------------------------------------------------------- truth, noise
+@pytest.fixture(scope="module")
+def noisy(b1):
+    return simulate_stance(b1, duration=2.0, rate=500, seed=7, noise=0.02, randomize=True)
+
+
+def _roll_pitch(quat):
+    w, x, y, z = quat.T
+    roll = np.arctan2(2 * (w * x + y * z), 1 - 2 * (x * x + y * y))
+    pitch = np.arcsin(np.clip(2 * (w * y - z * x), -1, 1))
+    return roll, pitch
+
+
+def test_truth_draws_consistent_and_recorded(b1, noisy):
+    truth = noisy.truth
+    arr = truth_arrays(truth, b1)  # simulate.py names: <body>.<m|mcx..>, <joint>.fc/.fv/.armature
+    P0 = b1.nominal_inertial_parameters()
+    assert all(is_physically_consistent(p) for p in arr["inertial"])
+    assert not np.allclose(arr["inertial"], P0)  # perturbed
+    masses = arr["inertial"][:, 0] / P0[:, 0]
+    assert np.all((masses > 0.79) & (masses < 1.21))
+    effort = b1.effort_limits()
+    assert np.all(arr["fc"] > 0) and np.all(arr["fc"] < 0.05 * effort)
+    assert np.all(arr["fv"] > 0) and np.all(arr["armature"] > 0) and np.all(arr["armature"] < 0.5)
+    assert truth["randomized"] is True and truth["seed"] == 7
+    # the MuJoCo model was built from exactly these values
+    mj, info = build_mujoco_model(b1, arr["inertial"], (arr["fc"], arr["fv"]), arr["armature"])
+    np.testing.assert_allclose(mj.dof_frictionloss[info.dof_adr], arr["fc"])
+    # reproducible from the seed, different for another seed
+    again = simulate_stance(b1, duration=0.1, rate=100, seed=7, randomize=True, motion="stand")
+    other = simulate_stance(b1, duration=0.1, rate=100, seed=8, randomize=True, motion="stand")
+    assert again.truth["parameters"] == truth["parameters"]
+    assert other.truth["parameters"] != truth["parameters"]
+    # still stands
+    roll, pitch = _roll_pitch(noisy.base_quat)
+    assert np.abs(roll).max() < 0.2 and np.abs(pitch).max() < 0.2 and noisy.base_pos[:, 2].min() > 0.3
+
+
+def test_noise_on_measurements_only(b1, noisy):
+    sigma = 0.02
+    m = noisy.meas
+    sigmas = {"q": sigma, "v": sigma, "tau": sigma, "gyro": sigma, "acc": ACC_NOISE_FACTOR * sigma}
+    for key, s in sigmas.items():
+        d = m[key] - getattr(noisy, key)
+        assert abs(d.mean()) < 0.1 * s, key
+        assert d.std() == pytest.approx(s, rel=0.05), key
+    assert noisy.truth["noise_model"]["imu_acc"] == pytest.approx(ACC_NOISE_FACTOR * sigma)
+    # the truth arrays are the noise-free state: consistent with the Pinocchio state
+    np.testing.assert_array_equal(noisy.q_pin[:, b1.joint_index_q()], noisy.q)
+    clean = simulate_stance(b1, duration=0.2, rate=100, seed=3, motion="stand")
+    for key in ("q", "v", "tau", "gyro", "acc"):
+        np.testing.assert_array_equal(clean.meas[key], getattr(clean, key))
+    with pytest.raises(MujocoSimError, match="noise"):
+        simulate_stance(b1, duration=0.1, rate=100, noise=-1.0)
+    with pytest.raises(MujocoSimError, match="motion"):
+        simulate_stance(b1, duration=0.1, rate=100, motion="gallop")
+
+
+def test_to_log_roundtrip(b1, noisy, tmp_path):
+    log = to_log(noisy)
+    np.testing.assert_array_equal(log.q, noisy.meas["q"])
+    np.testing.assert_array_equal(log.imu_acc, noisy.meas["acc"])
+    np.testing.assert_allclose(log.base_quat, noisy.base_quat, atol=1e-12)  # w, x, y, z
+    assert set(log.contacts) == set(DEFAULT_FOOT_FRAMES)
+    path = write_log(log, tmp_path / "log.parquet")
+    back = read_log(path, b1)
+    assert back.joint_names == log.joint_names
+    for name in ("t", "q", "v", "tau", "imu_gyro", "imu_acc", "imu_quat", "base_pos", "base_quat"):
+        np.testing.assert_allclose(getattr(back, name), getattr(log, name), atol=1e-9, err_msg=name)
+    for f in DEFAULT_FOOT_FRAMES:
+        np.testing.assert_array_equal(back.contacts[f], log.contacts[f])
+        np.testing.assert_allclose(back.forces[f], log.forces[f], atol=1e-9)
+
+
+# ---------------------------------------------------------------------------------------------- trot
+def test_trot_upright_and_diagonal_contacts(b1):
+    res = simulate_stance(b1, duration=3.0, rate=200, seed=2, motion="trot", randomize=True)
+    roll, pitch = _roll_pitch(res.base_quat)
+    assert np.abs(roll).max() < 0.2 and np.abs(pitch).max() < 0.2
+    assert res.base_pos[:, 2].min() > 0.4
+    c = res.contact  # FL, FR, RL, RR
+    a_only = c[:, 0] & c[:, 3] & ~c[:, 1] & ~c[:, 2]
+    b_only = c[:, 1] & c[:, 2] & ~c[:, 0] & ~c[:, 3]
+    assert a_only.mean() > 0.25 and b_only.mean() > 0.25
+    # alternation: in each half period after the ramp, exactly the swing pair is in the air
+    period = res.truth["controller"]["trot_period"]
+    k = res.t > 1.0
+    phase = np.sin(2 * np.pi * res.t / period)
+    assert a_only[k & (phase < -0.7)].mean() > 0.8
+    assert b_only[k & (phase > 0.7)].mean() > 0.8
+    # the vertical forces carry the weight on average
+    weight = pin.computeTotalMass(b1.model) * 9.81
+    assert res.contact_force[:, :, 2].sum(axis=1).mean() == pytest.approx(weight, rel=0.15)
+
+
+# ---------------------------------------------------------------------------------------------- CLI
+def _invoke(*args):
+    return CliRunner().invoke(main, [str(a) for a in args])
+
+
+def test_cli_simulate_b1(b1, tmp_path):
+    out = tmp_path / "sim"
+    r = _invoke("simulate", "--robot", "b1", "--motion", "trot", "--duration", 1, "--rate", 200,
+                "--noise", 0.01, "--seed", 0, "--out", out)
+    assert r.exit_code == 0, r.output
+    assert sorted(p.name for p in out.iterdir()) == ["log.parquet", "truth.json", "truth_trajectory.parquet"]
+    truth = json.loads((out / "truth.json").read_text())
+    assert truth["robot"] == "b1" and truth["controller"]["motion"] == "trot" and truth["randomized"]
+    log = read_log(out / "log.parquet", b1)
+    assert log.n_samples == 201 and log.base_quat is not None and set(log.forces) == set(DEFAULT_FOOT_FRAMES)
+    tt = pd.read_parquet(out / "truth_trajectory.parquet")
+    assert len(tt) == 201 and {"base.pos.z", "base.quat.w", "q.FL_calf_joint", "force.RR_foot.z"} <= set(tt)
+    assert np.std(log.q[:, 2] - tt["q.FL_calf_joint"].to_numpy()) == pytest.approx(0.01, rel=0.3)
+
+
+def test_cli_simulate_bad_motion(tmp_path, monkeypatch):
+    for args, needle in ((("--robot", "b1", "--motion", "gallop"), "gallop"),
+                         (("--robot", "z1", "--motion", "sway"), "floating-base"),
+                         (("--robot", "b1", "--rate", 300), "timestep")):
+        out = tmp_path / "bad"
+        r = _invoke("simulate", *args, "--duration", 0.5, "--out", out)
+        assert r.exit_code == 2 and needle in r.output, (args, r.output)
+        assert not out.exists()
+    monkeypatch.setitem(sys.modules, "fg_sysid.datasets.mujoco_sim", None)  # as if mujoco were missing
+    r = _invoke("simulate", "--robot", "b1", "--duration", 0.5, "--out", tmp_path / "bad")
+    assert r.exit_code == 2 and "sim` extra" in r.output, r.output
+    assert not (tmp_path / "bad").exists()

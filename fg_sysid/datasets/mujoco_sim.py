@@ -9,7 +9,25 @@ about the COM), hinge/slide axes from the joint types, ``frictionloss`` (Coulomb
 an IMU site on the base (gyro + accelerometer), one motor actuator per joint, ``implicitfast``.
 
 `simulate_stance` stands the robot on its feet with a joint PD controller and a slow sinusoidal body
-sway and logs joint/base/IMU/contact signals at ``rate``.
+sway (``motion="sway"``), a still stance (``"stand"``) or an open-loop trot in place (``"trot"``) and
+logs joint/base/IMU/contact signals at ``rate``. `to_log` turns the result into a (noisy) `Log`,
+`write_mujoco_simulation` writes ``log.parquet``, ``truth.json`` and ``truth_trajectory.parquet``.
+
+Truth draws (``randomize=True``, all from ``seed``; ``U`` = uniform):
+
+* inertias: `simulate.perturb_inertia` per body (mass, second moments, axes, COM; physically
+  consistent);
+* per joint, relative to the joint's torque scale ``E_i`` (URDF effort limit) and speed scale
+  ``W_i`` (URDF velocity limit): Coulomb ``fc_i = U(0.5, 1.5)·0.02·E_i`` (MuJoCo ``frictionloss``),
+  viscous ``fv_i = U(0.5, 1.5)·0.02·E_i / W_i`` (``damping``), armature ``U(0.5, 1.5)·0.1·M_ii``
+  (``M_ii`` = joint diagonal of the mass matrix at the standing posture).
+
+Noise (``noise`` = σ, zero-mean Gaussian, independent per sample and channel, from ``seed``; only on
+the measured copies in ``StanceResult.meas``, never on the truth arrays): σ on joint q [rad], v
+[rad/s] and τ [N·m]; σ on the gyro [rad/s] and 10·σ on the accelerometer [m/s²] (the accelerometer
+measures ~9.81 m/s² at rest, so an absolute σ that is 10× the gyro's keeps a similar relative
+level). The base pose (a motion-capture-like reference), the IMU orientation and the contact
+flags/forces are logged noise-free.
 
 Coordinate conventions (see `mj_to_pin` / `pin_to_mj`):
 
@@ -24,17 +42,29 @@ Friction note: MuJoCo's ``frictionloss`` is a constraint-based (dry) Coulomb fri
 
 from __future__ import annotations
 
+import json
 import math
+import os
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import mujoco
 import numpy as np
+import pandas as pd
 import pinocchio as pin
 
 from ..robots import INERTIAL_SUFFIXES, RobotModel
+from .log import Log
+from .simulate import perturb_inertia
 
 DEFAULT_FOOT_FRAMES = ("FL_foot", "FR_foot", "RL_foot", "RR_foot")
 FRICTION_MODEL = "mujoco-frictionloss-damping"
+MOTIONS = ("sway", "stand", "trot")
+FRICTION_RANGE = (0.5, 1.5)
+COULOMB_FRACTION = 0.02  # of the effort limit
+VISCOUS_FRACTION = 0.02  # of the effort limit, at the velocity limit
+ARMATURE_FRACTION = 0.1  # of the joint's diagonal mass-matrix entry at the standing posture
+ACC_NOISE_FACTOR = 10.0  # accelerometer σ = ACC_NOISE_FACTOR · noise
 _AXES = {"X": (1.0, 0.0, 0.0), "Y": (0.0, 1.0, 0.0), "Z": (0.0, 0.0, 1.0)}
 
 
@@ -319,7 +349,8 @@ class StanceResult:
     ``base_lin_vel`` (N, 3) world; ``base_ang_vel`` (N, 3) local base frame (MuJoCo qvel); ``gyro``,
     ``acc`` (N, 3) IMU site frame (acc is the specific force, gravity included); ``contact`` (N, 4)
     bool and ``contact_force`` (N, 4, 3) world force of the ground on each foot; ``q_pin``/``v_pin``
-    the full Pinocchio state.
+    the full Pinocchio state. All of these are noise-free; ``meas`` holds the noisy measured copies
+    ``q``, ``v``, ``tau``, ``gyro``, ``acc`` (see the module docstring for σ).
     """
 
     t: np.ndarray
@@ -340,6 +371,7 @@ class StanceResult:
     joint_names: tuple[str, ...]
     foot_frames: tuple[str, ...]
     truth: dict = field(default_factory=dict)
+    meas: dict = field(default_factory=dict)
 
 
 def standing_posture(robot: RobotModel, thigh: float = 0.8, calf: float = -1.5) -> np.ndarray:
@@ -380,6 +412,42 @@ def _sway_offsets(robot: RobotModel, t: float, amplitude: float) -> np.ndarray:
     return ramp * off
 
 
+def _trot_offsets(robot: RobotModel, t: float, amplitude: float, period: float) -> np.ndarray:
+    """Open-loop trot in place: diagonal pairs (FL+RR, FR+RL) alternately fold thigh/calf by a
+    half-sine of ``amplitude`` (thigh +a, calf -2a, lifting the foot) for half of ``period``."""
+    ramp = min(1.0, t / 0.5)
+    phase = math.sin(2 * math.pi * t / period)
+    lift = {0: max(0.0, phase), 1: max(0.0, -phase)}
+    off = np.zeros(robot.n_joints)
+    for i, j in enumerate(robot.joint_names):
+        pair = 0 if j[:2] in ("FL", "RR") else 1
+        if "thigh" in j:
+            off[i] = amplitude * lift[pair]
+        elif "calf" in j:
+            off[i] = -2.0 * amplitude * lift[pair]
+    return ramp * off
+
+
+def draw_truth(robot: RobotModel, seed: int, foot_frames=DEFAULT_FOOT_FRAMES,
+               foot_radius: float = 0.02) -> dict:
+    """True robot drawn from ``seed`` (see the module docstring): ``inertial`` (n_bodies, 10),
+    ``fc``, ``fv``, ``armature`` (n_joints,)."""
+    rng = np.random.default_rng(np.random.SeedSequence(int(seed)).spawn(3)[1])
+    n = robot.n_joints
+    P = np.array([perturb_inertia(p, rng) for p in robot.nominal_inertial_parameters()])
+    effort = np.asarray(robot.effort_limits(), float)
+    effort = np.where(np.isfinite(effort) & (effort > 0), effort, 10.0)
+    vel = np.asarray(robot.velocity_limits(), float)
+    vel = np.where(np.isfinite(vel) & (vel > 0), vel, 10.0)
+    q0 = standing_configuration(robot, standing_posture(robot), foot_frames, foot_radius)
+    M = pin.crba(robot.model, robot.model.createData(), q0)
+    m_ii = np.maximum(np.diag(M)[robot.joint_index_v()], 1e-6)
+    fc = COULOMB_FRACTION * effort * rng.uniform(*FRICTION_RANGE, n)
+    fv = VISCOUS_FRACTION * effort / vel * rng.uniform(*FRICTION_RANGE, n)
+    arm = ARMATURE_FRACTION * m_ii * rng.uniform(*FRICTION_RANGE, n)
+    return {"inertial": P, "fc": fc, "fv": fv, "armature": arm}
+
+
 def simulate_stance(
     robot: RobotModel,
     duration: float = 2.0,
@@ -390,25 +458,39 @@ def simulate_stance(
     inertial: np.ndarray | None = None,
     friction=None,
     armature=None,
-    kp: float = 300.0,
-    kd: float = 5.0,
+    kp: float | None = None,
+    kd: float | None = None,
     sway_amplitude: float = 0.1,
     timestep: float = 0.0005,
     foot_frames: tuple[str, ...] = DEFAULT_FOOT_FRAMES,
     foot_radius: float = 0.02,
     settle: float = 0.3,
+    randomize: bool = False,
+    trot_amplitude: float = 0.2,
+    trot_period: float = 0.45,
 ) -> StanceResult:
     """Stand on four feet with joint PD (torque ``kp·(q_d - q) - kd·v``) and log at ``rate`` Hz.
 
-    ``motion``: ``"sway"`` (sinusoidal joint-target offsets) or ``"stand"``. The robot is dropped
-    from the touching height and settles for ``settle`` s before logging starts (logged ``t`` starts
-    at 0). ``noise`` is not implemented yet (must be 0); ``seed`` is recorded in the truth.
+    ``motion``: ``"sway"`` (sinusoidal joint-target offsets), ``"stand"`` or ``"trot"`` (open-loop
+    diagonal-pair trot in place, `_trot_offsets`). The robot is dropped from the touching height and
+    settles for ``settle`` s before logging starts (logged ``t`` starts at 0). ``kp``/``kd`` default to
+    300/5 (sway, stand) and 1000/20 (trot: stiffer, so the base stays level on two feet).
+
+    ``randomize=True`` draws the true inertias, friction and armature from ``seed`` (`draw_truth`);
+    explicit ``inertial`` / ``friction`` / ``armature`` override the corresponding draws. Otherwise
+    the URDF values are used. ``noise`` (σ) goes on the measured copies in ``result.meas`` only.
     """
     _check_robot(robot)
-    if motion not in ("sway", "stand"):
-        raise MujocoSimError(f"motion must be 'sway' or 'stand', got {motion!r}")
-    if noise != 0.0:
-        raise MujocoSimError("measurement noise is not implemented yet for the MuJoCo simulator")
+    if motion not in MOTIONS:
+        raise MujocoSimError(f"motion must be one of {', '.join(MOTIONS)}, got {motion!r}")
+    if not (np.isfinite(noise) and noise >= 0):
+        raise MujocoSimError(f"noise must be >= 0, got {noise}")
+    if isinstance(seed, bool) or int(seed) != seed or seed < 0:
+        raise MujocoSimError(f"seed must be a non-negative integer, got {seed!r}")
+    if kp is None:
+        kp = 1000.0 if motion == "trot" else 300.0
+    if kd is None:
+        kd = 20.0 if motion == "trot" else 5.0
     for name, val in (("duration", duration), ("rate", rate), ("timestep", timestep)):
         if not (np.isfinite(val) and val > 0):
             raise MujocoSimError(f"{name} must be a positive number, got {val}")
@@ -417,13 +499,17 @@ def simulate_stance(
         raise MujocoSimError(f"1/rate ({1 / rate}) must be a multiple of timestep ({timestep})")
 
     n = robot.n_joints
-    P = robot.nominal_inertial_parameters() if inertial is None else np.asarray(inertial, float)
-    if friction is None:
-        fc, fv = robot.urdf_friction, robot.urdf_damping
-    elif isinstance(friction, dict):
-        fc, fv = friction["fc"], friction["fv"]
+    drawn = draw_truth(robot, seed, foot_frames, foot_radius) if randomize else None
+    if inertial is not None:
+        P = np.asarray(inertial, float)
     else:
-        fc, fv = friction
+        P = drawn["inertial"] if drawn else robot.nominal_inertial_parameters()
+    if friction is not None:
+        fc, fv = (friction["fc"], friction["fv"]) if isinstance(friction, dict) else friction
+    else:
+        fc, fv = (drawn["fc"], drawn["fv"]) if drawn else (robot.urdf_friction, robot.urdf_damping)
+    if armature is None and drawn:
+        armature = drawn["armature"]
     fc, fv = _per_joint(fc, n, "fc"), _per_joint(fv, n, "fv")
     arm = _per_joint(armature, n, "armature")
     mj, info = build_mujoco_model(robot, P, (fc, fv), arm, foot_frames, foot_radius, timestep)
@@ -435,7 +521,12 @@ def simulate_stance(
     mujoco.mj_forward(mj, data)
 
     def control(t_log):
-        qd = q0j + (_sway_offsets(robot, t_log, sway_amplitude) if motion == "sway" and t_log > 0 else 0.0)
+        if motion == "sway" and t_log > 0:
+            qd = q0j + _sway_offsets(robot, t_log, sway_amplitude)
+        elif motion == "trot" and t_log > 0:
+            qd = q0j + _trot_offsets(robot, t_log, trot_amplitude, trot_period)
+        else:
+            qd = q0j
         qj = data.qpos[info.qpos_adr]
         vj = data.qvel[info.dof_adr]
         data.ctrl[info.actuator_ids] = kp * (qd - qj) - kd * vj
@@ -503,17 +594,82 @@ def simulate_stance(
         "foot_frames": list(foot_frames),
         "foot_radius": float(foot_radius),
         "controller": {"kind": "joint PD", "kp": float(kp), "kd": float(kd), "motion": motion,
-                       "sway_amplitude": float(sway_amplitude), "settle": float(settle)},
+                       "sway_amplitude": float(sway_amplitude), "trot_amplitude": float(trot_amplitude),
+                       "trot_period": float(trot_period), "settle": float(settle)},
+        "randomized": bool(randomize),
+        "noise_model": {"q": float(noise), "v": float(noise), "tau": float(noise),
+                        "imu_gyro": float(noise), "imu_acc": ACC_NOISE_FACTOR * float(noise),
+                        "noise_free": ["base_pos", "base_quat", "imu_quat", "contacts", "forces"]},
         "parameters": params,
     }
+    rng_noise = np.random.default_rng(np.random.SeedSequence(int(seed)).spawn(3)[2])
+    meas = {}
+    for key, sigma in (("q", noise), ("v", noise), ("tau", noise), ("gyro", noise),
+                       ("acc", ACC_NOISE_FACTOR * noise)):
+        x = out[key]
+        meas[key] = x + rng_noise.normal(0.0, sigma, x.shape) if sigma > 0 else x.copy()
     return StanceResult(
         t=t, base_quat=base_quat, contact=contact, contact_force=cforce, q_pin=q_pin, v_pin=v_pin,
-        joint_names=tuple(robot.joint_names), foot_frames=tuple(foot_frames), truth=truth, **out,
+        joint_names=tuple(robot.joint_names), foot_frames=tuple(foot_frames), truth=truth, meas=meas,
+        **out,
     )
 
 
+# ---------------------------------------------------------------------------------------------- output
+def to_log(result: StanceResult, source: str | None = None) -> Log:
+    """The measured (noisy) log: joint q/v/tau and IMU gyro/acc from ``result.meas``; base pose, IMU
+    orientation (= base orientation: the IMU site is at the base origin, axes aligned), contact
+    flags and world contact forces noise-free. Quaternions in (w, x, y, z) order."""
+    m = result.meas or {k: getattr(result, k) for k in ("q", "v", "tau", "gyro", "acc")}
+    quat = result.base_quat / np.linalg.norm(result.base_quat, axis=1, keepdims=True)
+    robot = result.truth.get("robot", "robot")
+    return Log(
+        t=result.t.copy(), q=m["q"].copy(), v=m["v"].copy(), tau=m["tau"].copy(),
+        joint_names=tuple(result.joint_names), source=source or f"simulated:{robot} (mujoco)",
+        imu_gyro=m["gyro"].copy(), imu_acc=m["acc"].copy(), imu_quat=quat.copy(),
+        base_pos=result.base_pos.copy(), base_quat=quat.copy(),
+        contacts={f: result.contact[:, i].copy() for i, f in enumerate(result.foot_frames)},
+        forces={f: result.contact_force[:, i].copy() for i, f in enumerate(result.foot_frames)},
+    )
+
+
+def truth_trajectory_frame(result: StanceResult) -> pd.DataFrame:
+    """Noise-free ``t``, ``base.pos.*``, ``base.quat.{w,x,y,z}``, ``base.vel.*`` (world),
+    ``base.omega.*`` (base frame), ``q.*``, ``v.*``, ``tau.*``, ``imu.gyro.*``, ``imu.acc.*``,
+    ``contact.<foot>``, ``force.<foot>.*`` (world)."""
+    cols = {"t": result.t}
+    for name, arr, comps in (("base.pos", result.base_pos, "xyz"), ("base.quat", result.base_quat, "wxyz"),
+                             ("base.vel", result.base_lin_vel, "xyz"),
+                             ("base.omega", result.base_ang_vel, "xyz"),
+                             ("imu.gyro", result.gyro, "xyz"), ("imu.acc", result.acc, "xyz")):
+        for i, c in enumerate(comps):
+            cols[f"{name}.{c}"] = arr[:, i]
+    for kind, arr in (("q", result.q), ("v", result.v), ("tau", result.tau)):
+        for i, j in enumerate(result.joint_names):
+            cols[f"{kind}.{j}"] = arr[:, i]
+    for i, f in enumerate(result.foot_frames):
+        cols[f"contact.{f}"] = result.contact[:, i].astype(np.int8)
+        for a, c in enumerate("xyz"):
+            cols[f"force.{f}.{c}"] = result.contact_force[:, i, a]
+    return pd.DataFrame(cols)
+
+
+def write_mujoco_simulation(result: StanceResult, out_dir: str | os.PathLike) -> None:
+    """Write ``log.parquet`` (`to_log`), ``truth.json`` and ``truth_trajectory.parquet``
+    (`truth_trajectory_frame`) into the existing directory ``out_dir`` (each file atomically)."""
+    from .io import write_frame, write_log
+
+    out_dir = Path(out_dir)
+    write_log(to_log(result), out_dir / "log.parquet")
+    write_frame(truth_trajectory_frame(result), out_dir / "truth_trajectory.parquet")
+    tmp = out_dir / ".truth.json.tmp"
+    tmp.write_text(json.dumps(result.truth, indent=1, allow_nan=False) + "\n")
+    os.replace(tmp, out_dir / "truth.json")
+
+
 __all__ = [
-    "DEFAULT_FOOT_FRAMES", "FRICTION_MODEL", "MujocoInfo", "MujocoSimError", "StanceResult",
-    "build_mujoco_model", "contact_forces", "mj_to_pin", "pin_to_mj", "simulate_stance",
-    "standing_configuration", "standing_posture",
+    "DEFAULT_FOOT_FRAMES", "FRICTION_MODEL", "MOTIONS", "MujocoInfo", "MujocoSimError", "StanceResult",
+    "build_mujoco_model", "contact_forces", "draw_truth", "mj_to_pin", "pin_to_mj", "simulate_stance",
+    "standing_configuration", "standing_posture", "to_log", "truth_trajectory_frame",
+    "write_mujoco_simulation",
 ]
