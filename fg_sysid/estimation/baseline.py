@@ -89,6 +89,17 @@ NULL_TOL = 1e-6
 
 
 # ---------------------------------------------------------------------------------------------- layout
+def free_parameter_mask(robot: RobotModel, fit_friction: bool, fit_armature: bool) -> np.ndarray:
+    """Which entries of the physical vector (inertial, (fc, fv) per joint, armature) are estimated."""
+    n, nb10 = robot.n_joints, 10 * robot.n_bodies
+    free = np.ones(nb10 + 3 * n, bool)
+    if not fit_friction:
+        free[nb10:nb10 + 2 * n] = False
+    if not fit_armature:
+        free[nb10 + 2 * n:] = False
+    return free
+
+
 def parameter_names(robot: RobotModel) -> list[str]:
     """Physical vector names: inertial, ``<j>.fc``, ``<j>.fv`` per joint, then ``<j>.armature``."""
     return robot.parameter_names(("fc", "fv"))
@@ -476,13 +487,7 @@ class LeastSquaresSG:
         return cands
 
     def _free_mask(self, robot: RobotModel) -> np.ndarray:
-        n, nb10 = robot.n_joints, 10 * robot.n_bodies
-        free = np.ones(nb10 + 3 * n, bool)
-        if not self.fit_friction:
-            free[nb10:nb10 + 2 * n] = False
-        if not self.fit_armature:
-            free[nb10 + 2 * n:] = False
-        return free
+        return free_parameter_mask(robot, self.fit_friction, self.fit_armature)
 
     def _signals(self, prep: _Prepared, robot: RobotModel, window: int, order: int, rows, p0, free):
         """Joint-major regressor of the free columns (nj, n_rows, nc), filtered and raw targets (nj, n_rows)

@@ -44,7 +44,14 @@ import pinocchio as pin
 from scipy.signal import savgol_coeffs
 
 from ..robots.model import RobotModel
-from .baseline import RANK_RTOL, ZERO_COLUMN_RTOL, nominal_parameters, parameter_groups, parameter_names
+from .baseline import (
+    RANK_RTOL,
+    ZERO_COLUMN_RTOL,
+    free_parameter_mask,
+    nominal_parameters,
+    parameter_groups,
+    parameter_names,
+)
 
 __all__ = [
     "DecoupledFloatingBaseLS",
@@ -230,13 +237,7 @@ class DecoupledFloatingBaseLS:
 
     # ------------------------------------------------------------------ helpers
     def _free_mask(self, robot: RobotModel) -> np.ndarray:
-        n, nb10 = robot.n_joints, 10 * robot.n_bodies
-        free = np.ones(nb10 + 3 * n, bool)
-        if not self.fit_friction:
-            free[nb10:nb10 + 2 * n] = False
-        if not self.fit_armature:
-            free[nb10 + 2 * n:] = False
-        return free
+        return free_parameter_mask(robot, self.fit_friction, self.fit_armature)
 
     def system(self, q_pin, t, tau_joints, contact_flags, robot: RobotModel, window: int | None = None):
         """SG states of the log and its stacked projected system ``(A, b, sample, window, dt)``."""
