@@ -4,6 +4,7 @@
 import numpy as np
 import pinocchio as pin
 import pytest
+from jacobian_check import central_diff
 
 from fg_sysid.factors.contact import (
     contact_acceleration_residual,
@@ -12,18 +13,9 @@ from fg_sysid.factors.contact import (
 )
 from fg_sysid.robots import load_robot
 
-EPS = 1e-6
 N = 2
 
 
-def central_diff(f, x, eps=EPS):
-    x = np.asarray(x, float)
-    cols = []
-    for i in range(x.size):
-        d = np.zeros_like(x)
-        d.flat[i] = eps
-        cols.append((f(x + d) - f(x - d)) / (2 * eps))
-    return np.stack(cols, axis=-1)
 
 
 @pytest.fixture(scope="module", params=["b1", "b1_z1"])

@@ -4,6 +4,7 @@ and the identity oracle regressor·π = RNEA torque."""
 import numpy as np
 import pinocchio as pin
 import pytest
+from jacobian_check import central_diff
 
 from fg_sysid.factors.inverse_dynamics import InverseDynamicsResidual
 from fg_sysid.factors.kinematics import encoder_residual, integration_residual, velocity_residual
@@ -12,7 +13,6 @@ from fg_sysid.layout import ParameterLayout
 from fg_sysid.robots import load_robot
 
 ROBOTS = ["double_pendulum", "z1", "panda"]
-EPS = 1e-6
 
 
 def random_state(robot, n, rng):
@@ -23,14 +23,6 @@ def random_state(robot, n, rng):
     return q, v, a
 
 
-def central_diff(f, x, eps=EPS):
-    x = np.asarray(x, float)
-    cols = []
-    for i in range(x.size):
-        d = np.zeros_like(x)
-        d.flat[i] = eps
-        cols.append((f(x + d) - f(x - d)) / (2 * eps))
-    return np.stack(cols, axis=-1)
 
 
 @pytest.fixture(scope="module", params=ROBOTS)

@@ -5,21 +5,14 @@ base equals the base angular velocity, orientation residual zero at the true qua
 import numpy as np
 import pinocchio as pin
 import pytest
+from jacobian_check import central_diff
 
 from fg_sysid.factors.imu import accelerometer_residual, gyro_residual, orientation_residual
 from fg_sysid.robots import load_robot
 
-EPS = 1e-6
 N = 2
 
 
-def central_diff(f, x, eps=EPS):
-    cols = []
-    for i in range(x.size):
-        d = np.zeros_like(x)
-        d[i] = eps
-        cols.append((f(x + d) - f(x - d)) / (2 * eps))
-    return np.stack(cols, axis=-1)
 
 
 def with_offset_imu(model):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pinocchio as pin
 import pytest
+from jacobian_check import central_diff
 
 from fg_sysid.factors.parameter_priors import (
     SymmetryMap,
@@ -24,14 +25,6 @@ def b1():
     return load_robot("b1")
 
 
-def central_diff(f, x, h=1e-6):
-    x = np.asarray(x, float)
-    cols = []
-    for i in range(x.size):
-        e = np.zeros_like(x)
-        e[i] = h
-        cols.append((np.asarray(f(x + e)) - np.asarray(f(x - e))) / (2 * h))
-    return np.stack(cols, axis=-1)
 
 
 def assert_jac_close(J, Jn, rtol=1e-6):

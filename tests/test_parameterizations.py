@@ -7,6 +7,7 @@ import warnings
 import numpy as np
 import pinocchio as pin
 import pytest
+from jacobian_check import central_diff
 
 from fg_sysid.parameterizations import (
     MASS_FLOOR,
@@ -31,15 +32,6 @@ PARAMS = [ExponentialEigenvalue(), LogCholesky(), Raw()]
 ROBOTS = ["z1", "panda", "double_pendulum"]
 
 
-def central_diff(f, x, h=1e-6):
-    """Columns d f / d x_i by central differences (f returns an array of any shape)."""
-    x = np.asarray(x, dtype=float)
-    cols = []
-    for i in range(x.size):
-        e = np.zeros_like(x)
-        e.flat[i] = h
-        cols.append((np.asarray(f(x + e)) - np.asarray(f(x - e))) / (2 * h))
-    return np.stack(cols, axis=-1)
 
 
 def assert_jac_close(J, Jn, rtol=1e-6):
