@@ -35,7 +35,6 @@ import warnings
 
 import numpy as np
 import pinocchio as pin
-from threadpoolctl import threadpool_limits
 
 from ..datasets.log import Log
 from ..factors.contact import contact_acceleration_residual, contact_velocity_residual
@@ -189,11 +188,7 @@ class FloatingBaseSmoother(JointSmoother):
         return out
 
     # ------------------------------------------------------------------ fit
-    def fit(self, log: Log) -> FloatingBaseSmoother:
-        with threadpool_limits(limits=1, user_api="blas"):
-            return self._fit_floating(log)
-
-    def _fit_floating(self, log: Log) -> FloatingBaseSmoother:
+    def _fit(self, log: Log) -> FloatingBaseSmoother:  # JointSmoother.fit wraps it (BLAS threads)
         t_start = time.perf_counter()
         robot = self.robot
         if tuple(log.joint_names) != tuple(robot.joint_names):
