@@ -1,0 +1,127 @@
+"""Contact-force residuals on (q, λ_f): force-sensor measurement, unilateral and friction-cone penalties.
+
+A stance foot ``frame_id`` (e.g. B1's ``"FL_foot"``) carries a contact force λ_f ∈ R³ [N] expressed in
+the LOCAL axes of the foot frame, applied at the frame origin — the convention of the contact term
+Σ_f J_f,LOCAL[:3]ᵀ λ_f in the inverse-dynamics factor (paper 004 eq. 2 / eq. 5, Sec. III-B). Its world
+expression is
+
+    f_w(q, λ) = R_f(q) λ_f,      R_f = ``data.oMf[frame_id].rotation``                       [N, world axes]
+
+All residuals are batched over N knots: q (N, nq), λ (N, 3). Jacobians are w.r.t. the tangent
+perturbation q ⊕ δq (``pin.integrate``) and λ + δλ, returned as two separate arrays (∂r/∂δq, ∂r/∂λ).
+Since δR_f = [J_ω δq]× R_f with J_ω the angular rows of the LOCAL_WORLD_ALIGNED frame Jacobian,
+
+    ∂f_w/∂δq = −[f_w]× J_ω  (3, nv),      ∂f_w/∂λ = R_f  (3, 3).
+
+* :func:`measured_force_residual` — r = R_f λ_f − f̂ (N, 3) [N]: a foot force sensor / force-plate
+  reading f̂ in world axes.
+* :func:`unilateral_residual` — r = max(0, −λ_n) (N, 1) [N], λ_n = nᵀ R_f λ_f, enforcing λ_n ≥ 0
+  (Signorini side condition, paper 004 eq. 11 Λ_c ≥ 0 at impulse level, here at force level).
+* :func:`friction_cone_residual` — r = max(0, ‖λ_t‖_ε − μ λ_n) (N, 1) [N], ‖x‖_ε = sqrt(‖x‖² + ε²) − ε,
+  enforcing the Coulomb cone ‖λ_t‖ ≤ μ λ_n (λ_t = (I − nnᵀ) R_f λ_f).
+
+The ground normal n defaults to world +z (flat ground) and is configurable (unit 3-vector, world axes).
+
+Inequalities as penalties. Both inequality residuals are one-sided hinges r = max(0, g(x)) for a
+constraint g(x) ≤ 0: exactly 0 (with zero Jacobian) on the feasible set and growing linearly outside
+it. Minimised by Gauss–Newton (r² weighted by the factor's noise model) this is a soft inequality
+constraint: inactive factors contribute nothing, active ones pull the state back to the boundary. It is
+what GTSAM does for inequalities used as penalties: ``gtsam/constraint`` (GTSAM ≥ 4.3)
+``NonlinearInequalityConstraint::penaltyFactor`` wraps g in ``RampFunction`` (max(0, x), derivative 0 for
+x < 0 and 1 otherwise) and hands the result to the ordinary Gauss–Newton/LM machinery as a
+``NoiseModelFactor``. Here the derivative exactly on the boundary (g = 0) is taken as 0.
+The smoothed norm ‖·‖_ε makes the cone residual differentiable at λ_t = 0;
+it satisfies ‖x‖ − ε ≤ ‖x‖_ε ≤ ‖x‖, so the residual is exactly 0 in the true cone and the penalised set
+is the true cone enlarged by at most ε [N] tangentially.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pinocchio as pin
+
+LWA = pin.LOCAL_WORLD_ALIGNED
+Z_UP = np.array([0.0, 0.0, 1.0])
+
+
+def _skew(w):
+    return np.array([[0.0, -w[2], w[1]], [w[2], 0.0, -w[0]], [-w[1], w[0], 0.0]])
+
+
+def _as_2d(x):
+    x = np.asarray(x, float)
+    return x[None] if x.ndim == 1 else x
+
+
+def _unit(normal):
+    n = np.asarray(normal, float).reshape(3)
+    return n / np.linalg.norm(n)
+
+
+def world_forces(model, data, frame_id, q, lam_local, jacobians=True):
+    """f_w = R_f(q) λ_f (N, 3) [N, world]; ∂f_w/∂δq (N, 3, nv) = −[f_w]× J_ω; ∂f_w/∂λ (N, 3, 3) = R_f."""
+    q, lam = _as_2d(q), _as_2d(lam_local)
+    n, nv = q.shape[0], model.nv
+    f = np.empty((n, 3))
+    Jq = np.empty((n, 3, nv)) if jacobians else None
+    Jl = np.empty((n, 3, 3)) if jacobians else None
+    for k in range(n):
+        if jacobians:
+            pin.computeJointJacobians(model, data, q[k])
+        else:
+            pin.forwardKinematics(model, data, q[k])
+        R = pin.updateFramePlacement(model, data, frame_id).rotation
+        f[k] = R @ lam[k]
+        if jacobians:
+            Jw = pin.getFrameJacobian(model, data, frame_id, LWA)[3:]
+            Jq[k] = -_skew(f[k]) @ Jw
+            Jl[k] = R
+    return f, Jq, Jl
+
+
+def measured_force_residual(model, data, frame_id, q, lam_local, force_world, jacobians=True):
+    """r = R_f(q) λ_f − f̂ (N, 3) [N, world axes]; returns (r, ∂r/∂δq (N, 3, nv), ∂r/∂λ (N, 3, 3)).
+
+    ``lam_local`` (N, 3) in the LOCAL foot axes, ``force_world`` (3,) or (N, 3) the measured force on the
+    robot at the foot frame origin in world axes.
+    """
+    f, Jq, Jl = world_forces(model, data, frame_id, q, lam_local, jacobians)
+    return f - np.broadcast_to(np.asarray(force_world, float), f.shape), Jq, Jl
+
+
+def unilateral_residual(model, data, frame_id, q, lam_local, normal=Z_UP, jacobians=True):
+    """r = max(0, −λ_n) (N, 1) [N], λ_n = nᵀ R_f(q) λ_f; returns (r, ∂r/∂δq (N, 1, nv), ∂r/∂λ (N, 1, 3)).
+
+    Zero (with zero Jacobian) whenever the normal force is non-negative, i.e. the ground pushes.
+    """
+    nrm = _unit(normal)
+    f, Jq, Jl = world_forces(model, data, frame_id, q, lam_local, jacobians)
+    g = -(f @ nrm)
+    active = g > 0.0
+    r = np.where(active, g, 0.0)[:, None]
+    if not jacobians:
+        return r, None, None
+    s = np.where(active, -1.0, 0.0)[:, None, None]
+    return r, s * np.einsum("i,nij->nj", nrm, Jq)[:, None], s * np.einsum("i,nij->nj", nrm, Jl)[:, None]
+
+
+def friction_cone_residual(model, data, frame_id, q, lam_local, mu, normal=Z_UP, eps=1e-3, jacobians=True):
+    """r = max(0, ‖λ_t‖_ε − μ λ_n) (N, 1) [N]; returns (r, ∂r/∂δq (N, 1, nv), ∂r/∂λ (N, 1, 3)).
+
+    λ_n = nᵀ f_w, λ_t = (I − nnᵀ) f_w with f_w = R_f λ_f; ‖x‖_ε = sqrt(‖x‖² + ε²) − ε (``eps`` in N,
+    > 0 keeps the Jacobian defined at λ_t = 0). Friction coefficient ``mu`` ≥ 0 (scalar). Exactly 0 inside
+    the Coulomb cone ‖λ_t‖ ≤ μ λ_n; outside, ∂g/∂f_w = λ_tᵀ / sqrt(‖λ_t‖² + ε²) − μ nᵀ.
+    """
+    nrm = _unit(normal)
+    f, Jq, Jl = world_forces(model, data, frame_id, q, lam_local, jacobians)
+    lam_n = f @ nrm
+    lam_t = f - lam_n[:, None] * nrm
+    rho = np.sqrt(np.einsum("ni,ni->n", lam_t, lam_t) + eps * eps)
+    g = rho - eps - mu * lam_n
+    active = g > 0.0
+    r = np.where(active, g, 0.0)[:, None]
+    if not jacobians:
+        return r, None, None
+    dg_df = lam_t / rho[:, None] - mu * nrm  # (N, 3); λ_t ⟂ n so the tangential projector is implicit
+    dg_df = np.where(active[:, None], dg_df, 0.0)
+    return r, np.einsum("ni,nij->nj", dg_df, Jq)[:, None], np.einsum("ni,nij->nj", dg_df, Jl)[:, None]
