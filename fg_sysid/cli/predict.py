@@ -21,7 +21,10 @@ from .common import fail, main
                    "log's cross-validation chose (model.json sg_filter), else 0.05 s.")
 @click.option("--sg-order", type=int, default=None,
               help="Savitzky-Golay polynomial order (>= 2); default: the training one, else 3.")
-def predict_cmd(model_dir, log_path, out, sg_window, sg_order):
+@click.option("--contact-radius", type=float, default=None,
+              help="Floating-base robots: contact forces act this far [m] below the foot frame origin "
+                   "(spherical feet); default: model.json contact_radius, else 0.")
+def predict_cmd(model_dir, log_path, out, sg_window, sg_order, contact_radius):
     """Predict the joint efforts of LOG's motion with the model identified in DIR.
 
     DIR is an output directory of 'fg-sysid identify' (its model.json). LOG must carry q.<joint>
@@ -34,6 +37,15 @@ def predict_cmd(model_dir, log_path, out, sg_window, sg_order):
     Writes FILE (--out) with t [s] and tau.<joint> [N·m | N]. If LOG has measured efforts, prints the
     held-out relative RMSE sqrt(mean((pred-meas)²))/sqrt(mean(meas²)) per joint and overall (measurement
     noise included).
+
+    Floating-base (free-flyer) models (see docs/floating-prediction.md): LOG must carry the base pose
+    (base.pos.*, base.quat.*); states come from SG differentiation of the whole configuration on its
+    manifold (the half-window at both ends is dropped). When LOG has force.<frame>.x|y|z for every stance
+    foot (the model's contact_frames, else the log's contact.<frame> columns), FILE holds t and the
+    predicted tau.<joint> (model inverse dynamics minus the contact forces' generalized forces) and the
+    per-joint held-out relative RMSE is printed. Otherwise FILE holds the residual in the
+    contact-consistent subspace (null space of the stance-contact Jacobian), proj_err.<coordinate>, and
+    the contact-consistent relative error is printed.
     """
     from ..datasets.io import SUPPORTED_SUFFIXES, LogError, read_log, write_frame
     from ..robots import RobotError
@@ -54,9 +66,16 @@ def predict_cmd(model_dir, log_path, out, sg_window, sg_order):
         fail(f"--sg-order must be >= 2, got {sg_order}")
     if not Path(model_dir).is_dir():
         fail(f"{model_dir}: model directory not found (give the --out directory of 'fg-sysid identify')")
+    if contact_radius is not None and not (math.isfinite(contact_radius) and contact_radius >= 0):
+        fail(f"--contact-radius must be >= 0 [m], got {contact_radius}")
     try:
         spec = load_model(model_dir)
         robot = robot_from_model(spec)
+    except (RobotError, ValueError, FileNotFoundError) as e:
+        fail(str(e))
+    if robot.floating_base:
+        return _predict_floating(spec, robot, log_path, out, sg_window, sg_order, contact_radius)
+    try:
         log = read_log(log_path, robot, locked_values=spec["robot"].get("locked_joints"))
         filt = spec.get("sg_filter") or {}
         window = sg_window if sg_window is not None else filt.get("window_s")
@@ -85,3 +104,55 @@ def predict_cmd(model_dir, log_path, out, sg_window, sg_order):
         for j, r in zip(robot.joint_names, per, strict=True):
             click.echo(f"  {j:<24s} {'not measured' if np.isnan(r) else f'{r:.4f}'}")
         click.echo(f"  {'overall':<24s} {relative_rmse(tau, meas):.4f}")
+
+
+def _predict_floating(spec, robot, log_path, out, sg_window, sg_order, contact_radius):
+    """The floating-base branch of ``fg-sysid predict`` (`fg_sysid.floating_validation`)."""
+    import pandas as pd
+
+    from ..datasets.io import LogError, read_log, write_frame
+    from ..floating_validation import coordinate_names, floating_heldout_report
+    from ..robots import RobotError
+
+    try:
+        log = read_log(log_path, robot, locked_values=spec["robot"].get("locked_joints"))
+        radius = contact_radius if contact_radius is not None else spec.get("contact_radius")
+        rep = floating_heldout_report(spec, robot, log, window_s=sg_window, polyorder=sg_order,
+                                      contact_radius=radius)
+    except (LogError, RobotError, ValueError, FileNotFoundError) as e:
+        fail(str(e))
+    cols = {"t": rep["t"]}
+    if rep["mode"] == "forces":
+        for i, j in enumerate(robot.joint_names):
+            cols[f"tau.{j}"] = rep["tau"][:, i]
+    else:
+        proj = rep["projection"]
+        cols["n_stance"] = proj.n_stance
+        for i, c in enumerate(coordinate_names(robot)):
+            cols[f"proj_err.{c}"] = proj.residual[:, i]
+    try:
+        write_frame(pd.DataFrame(cols), out)
+    except LogError as e:
+        fail(str(e))
+    info = rep["filter"]
+    click.echo(f"wrote {out}: {rep['n_samples']} of {log.n_samples} samples, {robot.n_joints} joints "
+               f"(model: {spec.get('method')}; floating base, mode: {rep['mode']}; contact frames "
+               f"{', '.join(rep['frames'])}, contact radius {rep['contact_radius']:g} m; states: SG on the "
+               f"configuration manifold, window {info['window_s'] * 1e3:.3g} ms = {info['window']} samples, "
+               f"order {info['polyorder']})")
+    if rep["mode"] == "forces":
+        if not rep["per_joint"]:
+            click.echo("no measured efforts in LOG: no held-out error")
+            return
+        click.echo("held-out relative RMSE (mode: forces; predicted with the measured contact forces, "
+                   "vs measured efforts, noise included):")
+        for j, r in rep["per_joint"].items():
+            click.echo(f"  {j:<24s} {'not measured' if np.isnan(r) else f'{r:.4f}'}")
+        click.echo(f"  {'overall':<24s} {rep['overall']:.4f}")
+        click.echo(f"  unexplained base wrench RMS: {rep['base_wrench_rms']:.4g} N|N·m")
+    else:
+        click.echo("contact-consistent relative error (mode: contact-consistent; no measured contact forces: "
+                   "effort error in the null space of the stance-contact Jacobian):")
+        for j, r in rep["per_joint"].items():
+            click.echo(f"  {j:<24s} {r:.4f}")
+        click.echo(f"  {'overall':<24s} {rep['overall']:.4f}")
