@@ -16,7 +16,12 @@ from pathlib import Path
 
 @dataclass(frozen=True)
 class CatalogEntry:
-    """A named robot: URDF path relative to example-robot-data's ``robots`` folder."""
+    """A named robot: URDF path relative to example-robot-data's ``robots`` folder.
+
+    ``extra`` holds `RobotModel` metadata applied by ``RobotModel.from_catalog``: ``contact_frames``,
+    ``contact_types``, ``contact_radius``, ``imu_frame``, ``symmetry_pairs``, ``symmetry_plane``,
+    ``total_mass`` (see `RobotModel.with_metadata`).
+    """
 
     urdf: str
     description: str
@@ -26,6 +31,16 @@ class CatalogEntry:
     #: Programmatic robots (no URDF): ``builder(floating_base=...) -> pin.Model``.
     builder: Callable | None = None
 
+
+#: Unitree B1: four point-contact feet (0.02 m spheres, as in datasets/mujoco_sim.py), IMU, mirrored legs.
+_B1_EXTRA = {
+    "contact_frames": ("FL_foot", "FR_foot", "RL_foot", "RR_foot"),
+    "contact_types": ("point",) * 4,
+    "contact_radius": 0.02,
+    "imu_frame": "imu_link",
+    "symmetry_pairs": (("FL_", "FR_"), ("RL_", "RR_")),
+    "symmetry_plane": "xz",
+}
 
 CATALOG: dict[str, CatalogEntry] = {
     "double_pendulum": CatalogEntry(
@@ -43,9 +58,10 @@ CATALOG: dict[str, CatalogEntry] = {
         locked_joints=("panda_finger_joint1", "panda_finger_joint2"),
     ),
     "b1": CatalogEntry("b1_description/urdf/b1.urdf", "Unitree B1 quadruped (free-flyer base)",
-                       floating_base=True),
+                       floating_base=True, extra=dict(_B1_EXTRA)),
     "b1_z1": CatalogEntry("b1_description/urdf/b1-z1.urdf",
-                          "Unitree B1 quadruped with a Z1 arm (free-flyer base)", floating_base=True),
+                          "Unitree B1 quadruped with a Z1 arm (free-flyer base)", floating_base=True,
+                          extra=dict(_B1_EXTRA)),
     "ur10": CatalogEntry("ur_description/urdf/ur10_robot.urdf", "Universal Robots UR10"),
     "ur5": CatalogEntry("ur_description/urdf/ur5_robot.urdf", "Universal Robots UR5"),
     "so101": CatalogEntry("so_arm_description/urdf/so101.urdf", "SO-101 hobby arm"),

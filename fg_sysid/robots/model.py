@@ -11,6 +11,7 @@ parameters asks for a copy (`pinocchio_model_with`).
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,6 +20,16 @@ import numpy as np
 import pinocchio as pin
 
 from .catalog import CATALOG, resolve_catalog
+
+#: Contact models: ``point`` (3-D force at the contact point) or ``6d`` (6-D wrench at the contact frame).
+CONTACT_TYPES = ("point", "6d")
+#: Joint friction models; ``coulomb-viscous`` is the default (parameters ``fc`` and ``fv``).
+FRICTION_MODELS = ("coulomb-viscous", "viscous", "none")
+DEFAULT_FRICTION_MODEL = "coulomb-viscous"
+
+#: Fields describing sensors, contacts and priors; carried over unchanged by `RobotModel.lock`.
+_META_FIELDS = ("contact_frames", "contact_types", "contact_radius", "imu_frame", "symmetry_pairs",
+                "symmetry_plane", "total_mass", "spec_path")
 
 #: Suffixes of the 10 inertial parameters of a body, in Pinocchio's dynamic-parameter order.
 INERTIAL_SUFFIXES = ("m", "mcx", "mcy", "mcz", "ixx", "ixy", "iyy", "ixz", "iyz", "izz")
@@ -41,6 +52,16 @@ class RobotModel:
         body_names: per inertia-carrying body (Pinocchio joints 1..njoints-1), the URDF link that carries it.
         locked_joints: joints removed from the model, with the value (rad or m) they were locked at.
         urdf_friction, urdf_damping: Coulomb (N·m) and viscous (N·m·s/rad) values read from the URDF.
+        contact_frames: frames where the robot touches the environment (e.g. the feet), and
+        contact_types: per contact frame, ``point`` (3-D force) or ``6d`` (wrench).
+        contact_radius: foot sphere radius [m]: the contact point is this far below the frame origin.
+        imu_frame: frame of the IMU (None: no IMU declared).
+        symmetry_pairs: ``(left prefix, right prefix)`` pairs of mirrored limbs (see `symmetry_map`),
+        symmetry_plane: their reflection plane (``xz``, ``yz`` or ``xy``).
+        friction_models: per joint in ``joint_names`` order, one of `FRICTION_MODELS`; empty = all
+            ``coulomb-viscous`` (see `joint_friction_models`).
+        total_mass: known total mass [kg], or None.
+        spec_path: the robot spec file (YAML) the model was built from, if any.
     """
 
     name: str
@@ -52,12 +73,23 @@ class RobotModel:
     locked_joints: dict = field(default_factory=dict)
     urdf_friction: np.ndarray = field(default_factory=lambda: np.zeros(0))
     urdf_damping: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    contact_frames: tuple[str, ...] = ()
+    contact_types: tuple[str, ...] = ()
+    contact_radius: float = 0.0
+    imu_frame: str | None = None
+    symmetry_pairs: tuple = ()
+    symmetry_plane: str = "xz"
+    friction_models: tuple[str, ...] = ()
+    total_mass: float | None = None
+    spec_path: Path | None = None
 
     # ------------------------------------------------------------------ construction
     @classmethod
     def from_name(cls, name_or_path: str | Path, **kwargs) -> RobotModel:
-        """A catalog name (``z1``, ``panda``, ...) or a path to a URDF file."""
+        """A catalog name (``z1``, ``panda``, ...), a path to a URDF file or to a robot spec (``.yaml``)."""
         p = Path(str(name_or_path))
+        if p.suffix.lower() in (".yaml", ".yml"):
+            return cls.from_spec(p, **kwargs)
         if p.suffix.lower() == ".urdf" or p.is_file():
             if not p.is_file():
                 raise RobotError(f"URDF file not found: {p}")
@@ -68,19 +100,31 @@ class RobotModel:
             raise RobotError(str(e.args[0])) from None
 
     @classmethod
+    def from_spec(cls, path: str | Path, floating_base: bool | None = None,
+                  locked_joints: dict | None = None) -> RobotModel:
+        """Build from a robot spec file (YAML, see docs/robot-spec.md and `fg_sysid.robots.spec`).
+
+        ``floating_base`` overrides the spec's ``base``; ``locked_joints`` adds to its ``locked_joints``.
+        """
+        from .spec import RobotSpec
+
+        return RobotSpec.from_file(path).build(floating_base=floating_base, locked_joints=locked_joints)
+
+    @classmethod
     def from_catalog(cls, name: str, locked_joints: dict | None = None, **kwargs) -> RobotModel:
         entry = CATALOG.get(name)
         if entry is not None and entry.builder is not None:  # programmatic robot (no URDF)
             fb = bool(kwargs.pop("floating_base", entry.floating_base))
             robot = cls._from_pinocchio(entry.builder(floating_base=fb), name, None, fb, {})
+            robot = robot.with_metadata(**_catalog_metadata(entry))
             return robot.lock(locked_joints) if locked_joints else robot
         path, entry = resolve_catalog(name)
         locks = {j: None for j in entry.locked_joints}
         locks.update(locked_joints or {})
-        return cls.from_urdf(
-            path, name=name, floating_base=kwargs.pop("floating_base", entry.floating_base),
-            locked_joints=locks, **kwargs,
-        )
+        robot = cls.from_urdf(
+            path, name=name, floating_base=kwargs.pop("floating_base", entry.floating_base), **kwargs,
+        ).with_metadata(**_catalog_metadata(entry))
+        return robot.lock(locks) if locks else robot
 
     @classmethod
     def from_urdf(
@@ -159,7 +203,74 @@ class RobotModel:
         reduced = pin.buildReducedModel(self.model, ids, q_ref)
         locked = dict(self.locked_joints)
         locked.update(values)
-        return RobotModel._from_pinocchio(reduced, self.name, self.urdf_path, self.floating_base, locked)
+        out = RobotModel._from_pinocchio(reduced, self.name, self.urdf_path, self.floating_base, locked)
+        meta = {f: getattr(self, f) for f in _META_FIELDS}
+        if self.friction_models:
+            by_name = dict(zip(self.joint_names, self.friction_models, strict=True))
+            meta["friction_models"] = tuple(by_name[j] for j in out.joint_names)
+        return dataclasses.replace(out, **meta)
+
+    def with_metadata(self, **changes) -> RobotModel:
+        """A copy with contact/IMU/symmetry/friction-model/mass fields replaced, validated against the model.
+
+        Keys: any of ``contact_frames``, ``contact_types``, ``contact_radius``, ``imu_frame``,
+        ``symmetry_pairs``, ``symmetry_plane``, ``friction_models``, ``total_mass``, ``spec_path``.
+        """
+        bad = sorted(set(changes) - set(_META_FIELDS) - {"friction_models"})
+        if bad:
+            raise TypeError(f"with_metadata: not a metadata field: {bad}")
+        if "contact_frames" in changes:
+            changes["contact_frames"] = tuple(changes["contact_frames"])
+            if "contact_types" not in changes:
+                changes["contact_types"] = ("point",) * len(changes["contact_frames"])
+        for key in ("contact_types", "friction_models"):
+            if key in changes:
+                changes[key] = tuple(changes[key])
+        if "symmetry_pairs" in changes:
+            changes["symmetry_pairs"] = tuple(tuple(p) for p in changes["symmetry_pairs"])
+        out = dataclasses.replace(self, **changes)
+        out._validate_metadata()
+        return out
+
+    def _validate_metadata(self) -> None:
+        who = f"robot {self.name!r}"
+        if len(self.contact_types) != len(self.contact_frames):
+            raise RobotError(f"{who}: {len(self.contact_frames)} contact frames but "
+                             f"{len(self.contact_types)} contact types")
+        for f in self.contact_frames + ((self.imu_frame,) if self.imu_frame else ()):
+            if not self.model.existFrame(f):
+                raise RobotError(f"{who}: frame {f!r} is not in the model")
+        for t in self.contact_types:
+            if t not in CONTACT_TYPES:
+                raise RobotError(f"{who}: unknown contact type {t!r}; expected one of {list(CONTACT_TYPES)}")
+        if self.friction_models:
+            if len(self.friction_models) != self.n_joints:
+                raise RobotError(f"{who}: {len(self.friction_models)} friction models for "
+                                 f"{self.n_joints} joints")
+            for m in self.friction_models:
+                if m not in FRICTION_MODELS:
+                    raise RobotError(f"{who}: unknown friction model {m!r}; expected one of "
+                                     f"{list(FRICTION_MODELS)}")
+        if not (np.isfinite(self.contact_radius) and self.contact_radius >= 0):
+            raise RobotError(f"{who}: contact_radius must be >= 0, got {self.contact_radius}")
+        if self.total_mass is not None and not (np.isfinite(self.total_mass) and self.total_mass > 0):
+            raise RobotError(f"{who}: total_mass must be > 0, got {self.total_mass}")
+
+    # ------------------------------------------------------------------ contacts, symmetry, friction
+    def joint_friction_models(self) -> tuple[str, ...]:
+        """Friction model per joint (``joint_names`` order); ``coulomb-viscous`` unless set otherwise."""
+        return self.friction_models or (DEFAULT_FRICTION_MODEL,) * self.n_joints
+
+    def symmetry_map(self):
+        """`SymmetryMap` of the mirrored limbs (``symmetry_pairs``, ``symmetry_plane``), or None if unset."""
+        if not self.symmetry_pairs:
+            return None
+        from ..factors.parameter_priors import SymmetryMap
+
+        try:
+            return SymmetryMap.from_names(self, pairs=list(self.symmetry_pairs), plane=self.symmetry_plane)
+        except ValueError as e:
+            raise RobotError(f"robot {self.name!r}: symmetry: {e}") from None
 
     # ------------------------------------------------------------------ sizes and layout
     @property
@@ -242,6 +353,24 @@ class RobotModel:
         lines.append("  joints: " + ", ".join(self.joint_names))
         if self.locked_joints:
             lines.append("  locked: " + ", ".join(f"{k}={v}" for k, v in self.locked_joints.items()))
+        if self.contact_frames:
+            lines.append("  contacts: " + ", ".join(
+                f"{f} ({t})" for f, t in zip(self.contact_frames, self.contact_types, strict=True))
+                + (f", radius {self.contact_radius:g} m" if self.contact_radius else ""))
+        if self.imu_frame:
+            lines.append(f"  imu: {self.imu_frame}")
+        if self.symmetry_pairs:
+            lines.append("  symmetry: " + ", ".join(f"{a}<->{b}" for a, b in self.symmetry_pairs)
+                         + f" (plane {self.symmetry_plane})")
+        if self.friction_models and any(m != DEFAULT_FRICTION_MODEL for m in self.friction_models):
+            others = DEFAULT_FRICTION_MODEL in self.friction_models
+            lines.append("  friction: " + ", ".join(
+                f"{j}={m}" for j, m in zip(self.joint_names, self.friction_models, strict=True)
+                if m != DEFAULT_FRICTION_MODEL) + (f" (others {DEFAULT_FRICTION_MODEL})" if others else ""))
+        if self.total_mass is not None:
+            lines.append(f"  total mass: {self.total_mass:g} kg (known)")
+        if self.spec_path is not None:
+            lines.append(f"  spec: {self.spec_path}")
         return "\n".join(lines)
 
     def warn_locked(self, reason: str) -> None:
@@ -251,6 +380,11 @@ class RobotModel:
                 + ", ".join(f"{k} at {v}" for k, v in self.locked_joints.items()),
                 stacklevel=2,
             )
+
+
+def _catalog_metadata(entry) -> dict:
+    """Metadata fields given by a catalog entry's ``extra`` (contacts, IMU, symmetry, ...)."""
+    return {k: v for k, v in entry.extra.items() if k in _META_FIELDS or k == "friction_models"}
 
 
 def load_robot(name_or_path, **kwargs) -> RobotModel:
