@@ -111,3 +111,30 @@ def test_time_derivative_consistency(setup):
         ra, _ = contact_acceleration_residual(model, data, fid, q[k][None], v[k][None],
                                               np.zeros((1, model.nv)), False)
         np.testing.assert_allclose((vel(h) - vel(-h)) / (2 * h), ra[0], atol=1e-6)
+
+
+def test_rolling_offset_jacobians_and_material_point_velocity(setup):
+    """With a world offset d the velocity residual is the velocity of the body point at p + d (checked with
+    an extra frame at that point) and both residuals' Jacobians match central differences."""
+    model, data, fid, q, v, a = setup
+    d = np.array([0.0, 0.0, -0.02])
+    nv = model.nv
+    rv, Jv = contact_velocity_residual(model, data, fid, q, v, offset=d)
+    ra, Ja = contact_acceleration_residual(model, data, fid, q, v, a, offset=d)
+    _check(Jv, lambda k, dd: contact_velocity_residual(
+        model, data, fid, *_perturbed(model, q, v, a, k, dd)[:2], False, offset=d)[0][0], nv)
+    _check(Ja, lambda k, dd: contact_acceleration_residual(
+        model, data, fid, *_perturbed(model, q, v, a, k, dd), False, offset=d)[0][0], nv)
+    r0, _ = contact_velocity_residual(model, data, fid, q, v, False)
+    assert np.abs(rv - r0).max() > 1e-4  # the offset matters
+    for k in range(N):
+        m2 = model.copy()
+        pin.framesForwardKinematics(model, data, q[k])
+        fr = model.frames[fid]
+        local = data.oMf[fid].rotation.T @ d
+        pl = fr.placement * pin.SE3(np.eye(3), local)
+        fid2 = m2.addFrame(pin.Frame("contact_point", fr.parentJoint, fr.parentFrame, pl, pin.FrameType.OP_FRAME))
+        d2 = m2.createData()
+        pin.forwardKinematics(m2, d2, q[k], v[k])
+        np.testing.assert_allclose(rv[k], pin.getFrameVelocity(m2, d2, fid2, pin.LOCAL_WORLD_ALIGNED).linear,
+                                   atol=1e-12)

@@ -12,6 +12,8 @@ import numpy as np
 from .common import atomic_output_dir, echo_err, fail, load_robot_or_fail, main
 
 QUICK_DURATION, QUICK_RATE = 4.0, 500.0
+#: Floating-base demo (MuJoCo): training / held-out sway duration [s], rate [Hz], knot stride.
+FLOATING_DURATION, FLOATING_RATE, FLOATING_STRIDE = 4.0, 500.0, 5
 DEFAULT_DURATION, DEFAULT_RATE = 20.0, 1000.0
 #: Seconds of the held-out log shown in the effort plot (the whole log is used in the table).
 PLOT_SECONDS = 5.0
@@ -52,6 +54,12 @@ def demo_cmd(robot_name, out, duration, rate, noise, seed, quick, quiet):
     ~0) the true parameters; a second column does the same the way 'fg-sysid predict' does on the noisy
     held-out log (logged v, SG accelerations, measured efforts).
 
+    Floating-base robots (b1, b1_z1): MuJoCo logs (soft contacts, dry joint friction, IMU, contact
+    flags and forces) of a stance sway (4 s at 500 Hz; --quick: 1 s at 200 Hz), identified with
+    the floating-base smoother and the decoupled least-squares baseline from encoders, efforts, IMU,
+    base pose and contact flags (not the forces); the held-out table predicts the efforts with the
+    held-out log's measured contact forces and compares with the floor of the true parameters.
+
     \b
     DIR (--out) receives:
       report.md, heldout_efforts.png   the table and the held-out efforts per joint
@@ -71,6 +79,7 @@ def demo_cmd(robot_name, out, duration, rate, noise, seed, quick, quiet):
     )
     from .identify import run_identification, write_identification
 
+    floating_args = (duration, rate)
     if duration is None:
         duration = QUICK_DURATION if quick else DEFAULT_DURATION
     if rate is None:
@@ -83,6 +92,14 @@ def demo_cmd(robot_name, out, duration, rate, noise, seed, quick, quiet):
     if seed < 0:
         fail(f"--seed must be >= 0, got {seed}")
     robot = load_robot_or_fail(robot_name)
+    if robot.floating_base:
+        from .floating import floating_demo
+
+        fl_duration = floating_args[0] or (1.0 if quick else FLOATING_DURATION)
+        fl_rate = floating_args[1] or (200.0 if quick else FLOATING_RATE)
+        floating_demo(robot, robot_name, out, fl_duration, fl_rate, noise, seed, quick, quiet,
+                      knot_stride=2 if quick else FLOATING_STRIDE)
+        return
     t_all = time.perf_counter()
     say = (lambda msg: None) if quiet else echo_err
     say(f"demo: simulating {robot.name}, {duration:g} s at {rate:g} Hz, noise {noise:g} "

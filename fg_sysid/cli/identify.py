@@ -278,9 +278,29 @@ def _positive(name, val, allow_none=True):
               help="vs in tau_f = fc·tanh(v/vs) + fv·v [rad/s].")
 @click.option("--max-iterations", type=int, default=30, show_default=True,
               help="Levenberg-Marquardt iterations per round [count].")
+@click.option("--contact-radius", type=float, default=None,
+              help="Floating base: foot sphere radius [m] (contact point below the foot frame); default: the "
+                   "robot spec's.")
+@click.option("--total-mass", type=float, default=None,
+              help="Floating base: known total mass [kg] as a prior (see --total-mass-std).")
+@click.option("--total-mass-std", type=float, default=0.0, show_default=True,
+              help="Floating base: std of the total-mass prior [kg]; 0 = hard constraint.")
+@click.option("--symmetry/--no-symmetry", default=False, show_default=True,
+              help="Floating base: left-right symmetry of the robot spec's mirrored limbs as a prior.")
+@click.option("--symmetry-std", type=float, default=0.0, show_default=True,
+              help="Floating base: relative std of the symmetry prior; 0 = hard constraint.")
+@click.option("--constraints", type=click.Choice(("hard", "soft")), default="hard", show_default=True,
+              help="Floating base: contact and base-wrench constraints to 1e-6 (augmented Lagrangian) or as "
+                   "soft penalties.")
+@click.option("--process-noise", type=click.Choice(("unprojected", "projected")), default="unprojected",
+              show_default=True, help="Floating base: process noise projected onto the contact null space "
+                                      "(paper 004 eqs. 36-37) or not.")
+@click.option("--use-forces/--no-use-forces", default=True, show_default=True,
+              help="Floating base: use measured contact forces (force.<frame>.*) as factors when the log has them.")
 @click.option("--quiet", is_flag=True, help="No per-iteration progress on stderr.")
 def identify_cmd(log_path, robot_source, out, method, knot_stride, sigma_q, sigma_v, sigma_tau, inertia,
-                 friction, friction_velocity_scale, max_iterations, quiet):
+                 friction, friction_velocity_scale, max_iterations, contact_radius, total_mass, total_mass_std,
+                 symmetry, symmetry_std, constraints, process_noise, use_forces, quiet):
     """Identify ROBOT's physical parameters from LOG (CSV or Parquet, t/q.*/v.*/tau.* columns).
 
     Robot joints without a q.<joint> column in LOG are locked at neutral (with a warning). DIR (--out)
@@ -305,6 +325,14 @@ def identify_cmd(log_path, robot_source, out, method, knot_stride, sigma_q, sigm
     if max_iterations < 1:
         fail(f"--max-iterations must be >= 1, got {max_iterations}")
     robot, log = load_inputs(log_path, robot_source)
+    if robot.floating_base:
+        _identify_floating(robot, log, log_path, robot_source, out, method, quiet, dict(
+            knot_stride=knot_stride, sigma_q=sigma_q, sigma_v=sigma_v, sigma_tau=sigma_tau, inertia=inertia,
+            friction=friction, friction_velocity_scale=friction_velocity_scale, max_iterations=max_iterations,
+            contact_radius=contact_radius, total_mass=total_mass, total_mass_std=total_mass_std,
+            symmetry="robot" if symmetry else None, symmetry_std=symmetry_std, constraints=constraints,
+            process_noise=process_noise, use_forces=use_forces))
+        return
     options = {"knot_stride": knot_stride, "sigma_q": sigma_q, "sigma_v": sigma_v, "sigma_tau": sigma_tau,
                "inertia": inertia if method == "smoother" else "raw", "friction": friction,
                "friction_velocity_scale": friction_velocity_scale, "max_iterations": max_iterations}
@@ -336,3 +364,37 @@ def identify_cmd(log_path, robot_source, out, method, knot_stride, sigma_q, sigm
                f"method {method}, {it} iterations, converged: {conv}, "
                f"physically consistent: {summary.get('physically_consistent')}, "
                f"{summary['wall_seconds']:.1f} s")
+
+
+def _identify_floating(robot, log, log_path, robot_source, out, method, quiet, options):
+    from ..estimation.smoother import EstimationError
+    from .floating import run_floating_identification, write_floating_identification
+
+    for name in ("contact_radius", "total_mass"):
+        if options[name] is not None and not (math.isfinite(options[name]) and options[name] >= 0):
+            fail(f"--{name.replace('_', '-')} must be a non-negative number, got {options[name]}")
+    for name in ("total_mass_std", "symmetry_std"):
+        if not (math.isfinite(options[name]) and options[name] >= 0):
+            fail(f"--{name.replace('_', '-')} must be >= 0, got {options[name]}")
+    t0 = time.perf_counter()
+    if not quiet:
+        echo_err(f"identifying {robot.name} (floating base, {robot.n_joints} joints) from {log_path}: "
+                 f"{log.n_samples} samples, {log.duration:.3g} s, method {method}")
+    opts = {k: v for k, v in options.items() if v is not None} if method == "smoother" else \
+        {"friction_velocity_scale": options["friction_velocity_scale"], "contact_radius": options["contact_radius"]}
+    try:
+        result, est = run_floating_identification(robot, log, method, opts, verbose=not quiet)
+    except np.linalg.LinAlgError as e:
+        fail(f"{method} estimation failed with a numerical error inside the estimator ({e})")
+    except (EstimationError, ValueError) as e:
+        fail(str(e))
+    with atomic_output_dir(out) as tmp:
+        summary = write_floating_identification(tmp, result, est, robot, log, log_path, robot_source, method,
+                                                options, time.perf_counter() - t0)
+    msg = (f"wrote {out}: {len(summary.get('joints', []))} joints, {summary.get('parameters')} parameters, "
+           f"method {method}, physically consistent: {summary.get('physically_consistent')}")
+    if "constraints" in summary:
+        c = summary["constraints"]
+        msg += (f", total mass {summary['floating_base']['total_mass_estimate']:.3f} kg, constraints satisfied: "
+                f"{c['satisfied']}")
+    click.echo(msg + f", {summary['wall_seconds']:.1f} s")

@@ -1,31 +1,49 @@
-"""Batch joint state–parameter smoother for free-flyer robots in contact (paper 004 Sec. III-B, IV-A).
+"""Batch joint state–parameter–contact-force smoother for free-flyer robots (paper 004 Sec. III-B, IV-A).
 
-First slice of the floating-base smoother. Per knot k the state is
+Per knot k the state is
 
     x_k = (δq_k (nv, base included), δv_k, δa_k, λ_k (3 per foot, ALL feet))
 
 so the state size is constant and the O(N) `StructuredSolver` of the fixed-base smoother applies.
-λ_f is the contact force of the ground on foot f, expressed in the LOCAL foot frame axes at the foot
-frame origin ("option B"): its spatial force on the parent joint is a constant placement of λ_f, so
-Pinocchio's RNEA derivatives with external forces are exact for ∂(J_fᵀλ_f)/∂q, and ∂/∂λ_f = J_f,LOCALᵀ.
-World forces are R_f(q) λ_f (reported in ``forces_world_``).
+λ_f is the contact force of the ground on foot f, expressed in the LOCAL foot frame axes and applied
+at the contact point (the foot frame origin for point feet; for a spherical foot of radius ρ the
+point ρ below its centre, world z): its spatial force on the parent joint is a placement of λ_f, so
+Pinocchio's RNEA derivatives with external forces give ∂(J_fᵀλ_f)/∂q exactly, and ∂/∂λ_f = J_fᵀ.
+World forces are R_f(q) λ_f (``forces_world``).
 
-Factors (all whitened):
+Factors (all whitened; σ's in SI units):
 
-* encoders on the actuated joints (q ⊖ q̂, + v − v̂ when logged); the base pose (``log.base_pos`` /
-  ``base_quat``) as a measurement on the free-flyer block of q ⊖ q̂ when logged, else a weak prior on
-  the initial base pose (untested in this slice);
-* inverse dynamics on all nv rows: Y(q,v,a)π + armature·a + τ_f(v) − Σ_f J_fᵀ λ_f − τ̂ with τ̂ = 0 on
-  the 6 unactuated base rows (std ``sigma_base_wrench``), joint rows with the effort noise;
-* per foot in contact: foot acceleration = 0 (``contact_acceleration_residual``) and foot velocity
-  = 0; per foot not in contact: a tight zero prior on λ_f;
-* integration between knots on the manifold, θ prior as in `JointSmoother`.
+* measurements: encoders on the actuated joints (q ⊖ q̂, v − v̂ when logged); the base pose (``base.pos``,
+  ``base.quat``) when logged, else a weak anchor of the first knot's base pose; IMU gyro and
+  accelerometer (specific force with gravity and lever arm, `factors.imu`) when logged; measured
+  contact forces R_f λ_f − f̂_f when logged (``force.<frame>.*``);
+* inverse dynamics on all nv rows, Y(q,v,a)π + armature·a + τ_f(v) − Σ_f J_fᵀ λ_f − Sτ̂: the 6
+  unactuated base rows are a **constraint** (no actuator: Newton–Euler of the whole robot), the joint
+  rows compare with the measured efforts (effort noise);
+* contacts, per foot in stance: velocity and acceleration of the contact point are zero (rolling
+  without slipping for spherical feet: ṗ + ω × d = 0, p̈ + α × d = 0 with d = −ρ ẑ, `factors.contact`),
+  and the foot height does not change between consecutive stance knots (position level, holonomic
+  for a sphere on a plane); these are **constraints**; a swing foot's force is zero;
+* soft friction-cone and unilateral penalties on stance forces (``friction_coefficient``);
+* integration between knots on the manifold (process noise, optionally projected onto the contact
+  null space with the dynamically consistent projector N(q), eqs. 36–37);
+* θ prior as in `JointSmoother`, plus the known total mass and the left–right symmetry of mirrored
+  limbs (paper 004 Sec. I-C / IX-C), each a soft prior or a constraint.
 
-Simplifications (this slice): no IMU factors; θ initialised at the prior mean (no LS-SG initial θ);
-effort-std IRLS optional (``reweight_rounds``, default off: it raised the mass bias on the MuJoCo
-stance test); fixed initial SG filter; no marginal covariance; rolling of the spherical feet is
-absorbed by loose contact stds.
-The LM loop is `JointSmoother._levenberg_marquardt` (inherited).
+Constraints (``constraints="hard"``) are enforced by an augmented Lagrangian on top of the
+Levenberg–Marquardt loop: each constraint row c(x, θ) enters the least squares as (c + s)/σ_c with a
+moderate σ_c, and after each inner solve the shift is updated s ← s + c (s/σ_c² is the Lagrange
+multiplier estimate); σ_c shrinks tenfold when a round does not reduce the violation fourfold. This
+keeps the normal equations as well conditioned as a soft problem (no 1e12 weights, no change to the
+O(N) elimination) while the violation goes to zero; rounds stop when every constraint is below
+``constraint_tol`` (1e-6 in SI units: N, N·m, m, m/s, m/s²). ``constraints="soft"`` keeps the first
+round's σ_c (a penalty method, for comparison).
+
+Why a stance-only log does not determine the total mass: a point mass δm added to a calf at the
+contact point of a stance foot changes no joint effort (the ground carries its weight: λ_f grows by
+δm·g and J_fᵀ(δm g) cancels its gravity torque) and has zero acceleration while the foot stands, so
+every factor above is unchanged. Stance data leave one such direction per leg; swing phases (trot)
+or a known total mass resolve it (`tests/test_floating_smoother.py` checks the identity).
 """
 
 from __future__ import annotations
@@ -38,16 +56,25 @@ import pinocchio as pin
 
 from ..datasets.log import Log
 from ..factors.contact import contact_acceleration_residual, contact_velocity_residual
+from ..factors.contact_forces import friction_cone_residual, measured_force_residual, unilateral_residual
+from ..factors.imu import accelerometer_residual, gyro_residual
 from ..factors.inverse_dynamics import InverseDynamicsResidual
 from ..factors.kinematics import encoder_residual, integration_residual, velocity_residual
 from ..factors.manifold import ConfigurationSpace
+from ..factors.parameter_priors import SymmetryMap, symmetry_residual, total_mass_residual
 from ..layout import ParameterLayout
+from ..parameterizations import check_physical_consistency
 from ..robots import RobotModel
 from .floating_baseline import manifold_sg_states
-from .linear_solver import LinearizedGraph, StructuredSolver
+from .linear_solver import LinearizedGraph, SingularSystemError, StructuredSolver
+from .noise import highfreq_noise_std
+from .result import IdentificationResult
 from .smoother import EstimationError, JointSmoother
 
 GRAVITY = 9.81
+#: Units of the constraint groups (for reports).
+CONSTRAINT_UNITS = {"base_wrench": "N | N·m", "contact_velocity": "m/s", "contact_acceleration": "m/s²",
+                    "contact_height": "m", "total_mass": "kg", "symmetry": "SI"}
 
 
 def full_configuration(log: Log, robot: RobotModel) -> np.ndarray:
@@ -68,52 +95,105 @@ class FloatingBaseSmoother(JointSmoother):
 
     Args (besides those of `JointSmoother` that apply: inertia, friction, friction_velocity_scale,
     knot_stride, sigma_q, sigma_v, sigma_tau, prior_relative, prior_mean, max_iterations, tol):
-        contact_frames: foot frame names (all of them get a λ block; flags come from ``log.contacts``).
-        sigma_base_pos, sigma_base_rot: std of the logged base pose [m, rad].
-        sigma_base_wrench: std of the unactuated base rows of the inverse dynamics [N | N·m].
-        sigma_contact_acc, sigma_contact_vel: std of the stance-foot acceleration / velocity [m/s², m/s].
-        sigma_swing_force: std of the zero prior on a swing foot's force [N].
-        reweight_rounds: IRLS rounds re-estimating the effort stds from the ID residuals.
-        tau_floor_relative: estimated effort noise is floored at this fraction of each joint's effort RMS.
+        contact_frames: foot frame names (each gets a λ block; stance flags from ``log.contacts``);
+            default: ``robot.contact_frames``, else the log's contact columns.
+        contact_radius: foot sphere radius ρ [m] (contact point ρ below the frame origin); default
+            ``robot.contact_radius``.
+        constraints: ``"hard"`` (augmented Lagrangian to ``constraint_tol``) or ``"soft"`` (penalties).
+        total_mass: known total mass [kg] (default ``robot.total_mass``; None: not used);
+            ``total_mass_std`` [kg]: 0 = constraint, > 0 = soft prior.
+        symmetry: a `SymmetryMap`, ``"robot"`` (the robot's symmetry pairs) or None;
+            ``symmetry_std``: 0 = constraint, > 0 = soft prior with this relative std.
+        use_imu, sigma_gyro [rad/s], sigma_acc [m/s²]: IMU factors (σ default: from the log's
+            high-frequency content, floored at 1e-3 / 1e-2).
+        use_forces, sigma_force [N]: measured contact forces as factors when the log has them.
+        friction_coefficient, sigma_cone [N]: soft friction cone / unilateral penalty (None: off).
+        process_noise: ``"unprojected"`` or ``"projected"`` (eqs. 36–37; see `_projected_whitener`).
+        sigma_base_pos [m], sigma_base_rot [rad]: std of the logged base pose.
+        sigma_swing_force [N]: std of the zero prior on a swing foot's force.
+        reweight_rounds: IRLS rounds re-estimating the joint effort stds from the ID residuals.
+        tau_floor_relative: effort noise floor as a fraction of each joint's effort RMS.
         sg_window_s, sg_order: Savitzky–Golay filter of the initial trajectory.
     """
 
-    def __init__(self, robot: RobotModel, contact_frames, inertia: str = "log-cholesky",
+    #: Initial constraint stds of the augmented Lagrangian (SI units) and the soft-mode stds.
+    SIGMA_CONSTRAINT = {"base_wrench": 0.05, "contact_velocity": 2e-3, "contact_acceleration": 0.05,
+                        "contact_height": 1e-4, "total_mass": 1e-2, "symmetry": 1e-3}
+
+    def __init__(self, robot: RobotModel, contact_frames=None, inertia: str = "log-cholesky",
                  friction: str = "coulomb-viscous", friction_velocity_scale: float = 0.05,
                  knot_stride: int = 1, sigma_q=None, sigma_v=None, sigma_tau=None, sigma_process=None,
                  prior_relative: float = 0.7, prior_mean: np.ndarray | None = None,
                  max_iterations: int = 30, tol: float = 1e-3, process_fraction: float = 0.3,
                  fit_friction: bool = True, fit_armature: bool = True,
-                 sigma_base_pos: float = 1e-3, sigma_base_rot: float = 1e-3, sigma_base_wrench: float = 0.5,
-                 sigma_contact_acc: float = 0.2, sigma_contact_vel: float = 0.02,
-                 sigma_swing_force: float = 1e-2, reweight_rounds: int = 0,
+                 contact_radius: float | None = None, constraints: str = "hard",
+                 constraint_tol: float = 1e-6, constraint_rounds: int = 12,
+                 total_mass: float | None = None, total_mass_std: float = 0.0,
+                 symmetry=None, symmetry_std: float = 0.0,
+                 use_imu: bool = True, sigma_gyro: float | None = None, sigma_acc: float | None = None,
+                 use_forces: bool = True, sigma_force: float = 1.0,
+                 friction_coefficient: float | None = 1.0, sigma_cone: float = 1.0,
+                 process_noise: str = "unprojected",
+                 sigma_base_pos: float = 1e-3, sigma_base_rot: float = 1e-3,
+                 sigma_swing_force: float = 1e-3, reweight_rounds: int = 1,
                  tau_floor_relative: float = 0.02, sg_window_s: float = 0.05, sg_order: int = 3,
-                 verbose: bool = False):
+                 refine_iterations: int = 15, init: str = "ls", verbose: bool = False):
         super().__init__(robot, inertia=inertia, friction=friction,
                          friction_velocity_scale=friction_velocity_scale, knot_stride=knot_stride,
                          sigma_q=sigma_q, sigma_v=sigma_v, sigma_tau=sigma_tau, sigma_process=sigma_process,
                          prior_relative=prior_relative, prior_mean=prior_mean,
                          reweight_rounds=reweight_rounds,
-                         max_iterations=max_iterations, tol=tol, solver="structured", init="prior",
+                         max_iterations=max_iterations, tol=tol, solver="structured", init=init,
                          process_fraction=process_fraction, fit_friction=fit_friction,
                          fit_armature=fit_armature, verbose=verbose)
-        self.contact_frames = tuple(contact_frames)
+        self.contact_frames = None if contact_frames is None else tuple(contact_frames)
+        self.contact_radius = contact_radius
+        self.constraints = constraints
+        self.constraint_tol = constraint_tol
+        self.constraint_rounds = constraint_rounds
+        self.total_mass = total_mass
+        self.total_mass_std = total_mass_std
+        self.symmetry = symmetry
+        self.symmetry_std = symmetry_std
+        self.use_imu = use_imu
+        self.sigma_gyro = sigma_gyro
+        self.sigma_acc = sigma_acc
+        self.use_forces = use_forces
+        self.sigma_force = sigma_force
+        self.friction_coefficient = friction_coefficient
+        self.sigma_cone = sigma_cone
+        self.process_noise = process_noise
         self.sigma_base_pos = sigma_base_pos
         self.sigma_base_rot = sigma_base_rot
-        self.sigma_base_wrench = sigma_base_wrench
-        self.sigma_contact_acc = sigma_contact_acc
-        self.sigma_contact_vel = sigma_contact_vel
         self.sigma_swing_force = sigma_swing_force
         self.tau_floor_relative = tau_floor_relative
         self.sg_window_s = sg_window_s
         self.sg_order = sg_order
+        self.refine_iterations = refine_iterations
 
     # ------------------------------------------------------------------ setup
-    def setup(self, robot: RobotModel | None = None) -> FloatingBaseSmoother:
-        """Layout, models and the inverse-dynamics evaluator (called by ``fit``; public for tests)."""
+    def setup(self, log: Log | None = None) -> FloatingBaseSmoother:
+        """Layout, models, feet and the inverse-dynamics evaluator (called by ``fit``; public for tests)."""
         robot = self.robot
         if not robot.floating_base or robot.nq != robot.nv + 1:
             raise EstimationError(f"robot {robot.name!r} is not a free-flyer robot")
+        if self.constraints not in ("hard", "soft"):
+            raise ValueError(f"constraints must be 'hard' or 'soft', not {self.constraints!r}")
+        if self.process_noise not in ("unprojected", "projected"):
+            raise ValueError(f"process_noise must be 'unprojected' or 'projected', not {self.process_noise!r}")
+        frames = self.contact_frames
+        if frames is None:
+            frames = tuple(getattr(robot, "contact_frames", ()) or ())
+        if not frames and log is not None:
+            frames = tuple(log.contacts)
+        if not frames:
+            raise EstimationError(f"no contact frames: give contact_frames, a robot spec with contacts or "
+                                  f"contact.<frame> columns in the log (robot {robot.name!r})")
+        self.feet_ = tuple(frames)
+        radius = self.contact_radius
+        if radius is None:
+            radius = float(getattr(robot, "contact_radius", 0.0) or 0.0)
+        self.radius_ = float(radius)
         self.layout_ = ParameterLayout.create(
             robot, self.inertia, self.friction, self.friction_velocity_scale,
             fit_friction=self.fit_friction, fit_armature=self.fit_armature)
@@ -127,17 +207,32 @@ class FloatingBaseSmoother(JointSmoother):
         self._m0.gravity = pin.Motion.Zero()
         self._d0 = self._m0.createData()
         self._fids = []
-        for f in self.contact_frames:
+        for f in self.feet_:
             if not self._kin_model.existFrame(f):
                 raise EstimationError(f"robot {robot.name!r} has no frame {f!r}")
             self._fids.append(self._kin_model.getFrameId(f))
         self.nf = len(self._fids)
         self.nx = 3 * robot.nv + 3 * self.nf
+        self._offset = np.array([0.0, 0.0, -self.radius_])
         return self
 
     # ------------------------------------------------------------------ contact-force term
+    def _contact_placements(self, model, data, fid):
+        """Placement (in the parent joint) of the contact point of foot ``fid`` with the foot frame's axes:
+        the frame origin shifted by ρ along −z_world (kinematics of ``data`` must be current)."""
+        fr = model.frames[fid]
+        if self.radius_ == 0.0:
+            return fr.placement
+        R = data.oMi[fr.parentJoint].rotation @ fr.placement.rotation
+        return fr.placement * pin.SE3(np.eye(3), R.T @ self._offset)
+
     def contact_term(self, q, lam, jacobians: bool = True):
-        """τ_c = Σ_f J_f,LOCALᵀ λ_f (N, nv); dτ_c/dδq (N, nv, nv); dτ_c/dλ (N, nv, 3 nf)."""
+        """τ_c = Σ_f J_cᵀ λ_f (N, nv); dτ_c/dδq (N, nv, nv); dτ_c/dλ (N, nv, 3 nf).
+
+        J_c is the LOCAL Jacobian (foot axes) of the contact point. For ρ > 0 the contact point's offset
+        in the foot frame depends on q (it stays below the centre in world z); that dependence enters
+        τ_c only through the moment (R d) × (Rλ) of the offset, which the δq Jacobian includes by
+        holding the world offset d fixed (the placement is rebuilt per knot)."""
         m0, d0 = self._m0, self._d0
         n, nv = q.shape[0], m0.nv
         tau = np.empty((n, nv))
@@ -152,15 +247,36 @@ class FloatingBaseSmoother(JointSmoother):
                 fext.append(pin.Force.Zero())
             for i, fid in enumerate(self._fids):
                 fr = m0.frames[fid]
-                Jl = pin.getFrameJacobian(m0, d0, fid, pin.LOCAL)[:3]
+                pl = self._contact_placements(m0, d0, fid)
+                Jj = pin.getJointJacobian(m0, d0, fr.parentJoint, pin.LOCAL)
+                Jl = pl.toActionMatrixInverse()[:3] @ Jj
                 dl[k, :, 3 * i:3 * i + 3] = Jl.T
-                fext[fr.parentJoint] = fext[fr.parentJoint] + fr.placement.act(
+                fext[fr.parentJoint] = fext[fr.parentJoint] + pl.act(
                     pin.Force(lam[k, 3 * i:3 * i + 3], np.zeros(3)))
             tau[k] = dl[k] @ lam[k]
             if jacobians:
                 dr_dq, _, _ = pin.computeRNEADerivatives(m0, d0, q[k], zero, zero, fext)
                 dq[k] = -dr_dq
+                if self.radius_ != 0.0:
+                    dq[k] += self._offset_moment_jacobian(m0, d0, q[k], lam[k])
         return tau, dq, dl
+
+    def _offset_moment_jacobian(self, m0, d0, q, lam):
+        """Correction of dτ_c/dδq for the world-fixed offset d of a spherical foot: RNEA derivatives with
+        external forces treat the application point as fixed in the foot (turning with it)."""
+        nv = m0.nv
+        out = np.zeros((nv, nv))
+        for i, fid in enumerate(self._fids):
+            fr = m0.frames[fid]
+            R = d0.oMi[fr.parentJoint].rotation @ fr.placement.rotation
+            f_w = R @ lam[3 * i:3 * i + 3]
+            Jw = pin.getFrameJacobian(m0, d0, fid, pin.LOCAL_WORLD_ALIGNED)
+            # τ = (J_lin − [d]× J_ang)ᵀ f = J_linᵀ f + J_angᵀ (d × f). A body-fixed offset would turn
+            # with the foot, δd = δφ × d (δφ = J_ang δq, world), adding J_angᵀ (δd × f) = J_angᵀ [f]× [d]× δφ
+            # to the derivative; the world-fixed offset of a rolling sphere does not: subtract it.
+            Ja = Jw[3:]
+            out -= Ja.T @ _skew(f_w) @ _skew(self._offset) @ Ja
+        return out
 
     def id_factor(self, q, v, a, lam, theta, tau_meas, jacobians: bool = True):
         """Unweighted ID residual with the contact term: r (N, nv), Jx (N, nv, nx), Jθ (N, nv, nθ)."""
@@ -192,16 +308,25 @@ class FloatingBaseSmoother(JointSmoother):
         t_start = time.perf_counter()
         robot = self.robot
         if tuple(log.joint_names) != tuple(robot.joint_names):
-            raise EstimationError("log joints do not match the robot joints")
-        self.setup()
+            raise EstimationError(f"log joints {list(log.joint_names)} do not match robot {robot.name!r} joints "
+                                  f"{list(robot.joint_names)}")
+        self.setup(log)
         nv, iv = robot.nv, robot.joint_index_v()
         has_base = log.base_pos is not None and log.base_quat is not None
         if has_base:
             qfull = full_configuration(log, robot)
         else:
-            warnings.warn("no base pose in the log: base pose only weakly anchored (untested)", stacklevel=2)
+            warnings.warn("no base pose in the log (base.pos.*, base.quat.*): the base pose comes from the "
+                          "IMU, contacts and dynamics, anchored at the first knot", stacklevel=2)
             qfull = np.tile(robot.neutral(), (log.n_samples, 1))
             qfull[:, robot.joint_index_q()] = np.asarray(log.q, float)
+            if log.imu_quat is not None:
+                quat = np.asarray(log.imu_quat, float)
+                qfull[:, 3:6], qfull[:, 6] = quat[:, 1:], quat[:, 0]
+        missing_feet = [f for f in self.feet_ if f not in log.contacts]
+        if missing_feet:
+            raise EstimationError(f"log {log.source!r} has no contact flags for {missing_feet} "
+                                  f"(columns contact.<frame>)")
         dt = float(np.median(np.diff(log.t)))
         w = max(int(round(self.sg_window_s / dt)) // 2 * 2 + 1, self.sg_order + 2 | 1)
         rows, qs, vs, as_ = manifold_sg_states(robot.model, qfull, dt, w, self.sg_order)
@@ -209,7 +334,7 @@ class FloatingBaseSmoother(JointSmoother):
         sel = np.arange(0, rows.size, stride)
         idx = rows[sel]
         if idx.size < 4:
-            raise EstimationError("too few knots")
+            raise EstimationError(f"log {log.source!r}: too few knots ({idx.size})")
         self._idx = idx
         t = log.t[idx]
         self._h = np.diff(t)
@@ -224,14 +349,29 @@ class FloatingBaseSmoother(JointSmoother):
         self._taum = taum
         self._tau_mask = np.ones((idx.size, nv), bool)
         self._tau_mask[:, iv] = np.asarray(log.tau_measured, bool)[None, :]
-        flags = np.zeros((idx.size, self.nf), bool)
-        for i, f in enumerate(self.contact_frames):
-            if f in log.contacts:
-                flags[:, i] = np.asarray(log.contacts[f], bool)[idx]
-        self._flags = flags
-        # q at the measured configuration (the SG-smoothed one conflicts with tight encoders), v, a from SG
+        self._flags = np.stack([np.asarray(log.contacts[f], bool)[idx] for f in self.feet_], axis=1)
+        self._stance_pairs = self._flags[1:] & self._flags[:-1]
+        # IMU and measured forces
+        self._gyro = self._acc = None
+        self._imu_fid = None
+        if self.use_imu and (log.imu_gyro is not None or log.imu_acc is not None):
+            imu_frame = getattr(robot, "imu_frame", None) or robot.model.frames[
+                int(np.argmax([f.parentJoint == 1 for f in robot.model.frames]))].name
+            self._imu_fid = self._kin_model.getFrameId(imu_frame)
+            self.imu_frame_ = imu_frame
+            if log.imu_gyro is not None:
+                self._gyro = np.asarray(log.imu_gyro, float)[idx]
+                sg = self.sigma_gyro or float(np.nanmax(highfreq_noise_std(np.asarray(log.imu_gyro, float))))
+                self._sigma_gyro = max(sg, 1e-3)
+            if log.imu_acc is not None:
+                self._acc = np.asarray(log.imu_acc, float)[idx]
+                sa = self.sigma_acc or float(np.nanmax(highfreq_noise_std(np.asarray(log.imu_acc, float))))
+                self._sigma_acc = max(sa, 1e-2)
+        self._fmeas = None
+        if self.use_forces and log.forces and all(f in log.forces for f in self.feet_):
+            self._fmeas = np.stack([np.asarray(log.forces[f], float)[idx] for f in self.feet_], axis=1)
+        # the SG-smoothed configuration conflicts with tight encoders: start at the measured one
         q0, v0, a0 = qfull[idx].copy(), vs[sel], as_[sel]
-        # noise
         self.noise_ = noise = self._noise_levels(log, idx, a0[:, iv], {})
         if self.sigma_tau is None:  # model error of a prior-mean θ dominates a noise-free log's effort noise
             noise.tau = np.maximum(noise.tau, self.tau_floor_relative * noise.tau_rms)
@@ -243,52 +383,368 @@ class FloatingBaseSmoother(JointSmoother):
         else:
             self._proc_v = np.broadcast_to(np.asarray(self.sigma_process, float), (nv,)) * h
         self._proc_q = self._proc_v * h
-        # θ prior, θ = prior mean
-        prior_mean_phys = None if self.prior_mean is None else np.asarray(self.prior_mean, float)
-        theta_bar, theta_std = self.layout_.prior(self.prior_relative, mean_physical=prior_mean_phys)
-        self._theta_bar, self._theta_std = theta_bar, theta_std
-        theta = theta_bar.copy()
+        # θ: stages 1-2 run in the raw inertial parameterization (the inverse dynamics are linear in it,
+        # so Gauss–Newton steps on weakly determined parameters do not overshoot), stage 3 continues in
+        # the requested one from the projection of the raw estimate onto the physically consistent set
+        requested = self.inertia
+        p_bar = self.layout_.nominal_physical() if self.prior_mean is None else np.asarray(self.prior_mean, float)
+        self._p_bar = p_bar
+        theta = self._use_parameterization("raw", p_bar)
+        p_init = self._initial_parameters(log, qfull, p_bar) if self.init == "ls" and has_base else None
+        if p_init is not None:
+            theta = self._use_parameterization("raw", p_init)
         # λ: static split of the nominal weight over the stance feet, rotated into the foot frames
-        mass = float(np.sum(self.layout_.split(self.layout_.to_physical(theta))[0][:, 0]))
+        mass = float(np.sum(self.layout_.split(p_bar)[0][:, 0]))
         lam0 = np.zeros((idx.size, 3 * self.nf))
         m, d = self._kin_model, self._kin_data
         for k in range(idx.size):
-            ns = int(flags[k].sum())
+            ns = int(self._flags[k].sum())
             if ns == 0:
                 continue
             pin.framesForwardKinematics(m, d, q0[k])
             for i, fid in enumerate(self._fids):
-                if flags[k, i]:
+                if self._flags[k, i]:
                     lam0[k, 3 * i:3 * i + 3] = d.oMf[fid].rotation.T @ np.array([0, 0, mass * GRAVITY / ns])
         x = (q0, v0, a0, lam0)
-        self._base_std = np.full(6, float(self.sigma_base_wrench))
+        self._sigma_c = dict(self.SIGMA_CONSTRAINT)
+        self._shift = {}
+        self._proj_whitener = None
         self._initial_cost = self._linearize(x, theta, noise, jacobians=False).cost()
-        # stage 1: states and forces with θ held at the prior mean; stage 2: everything
+        # stage 1: states and forces with θ held at the prior mean
         x, theta, _, history = self._levenberg_marquardt(x, theta, noise, 0, freeze_theta=True)
-        # stage 2 (+ reweighting rounds): the effort std of every row (base wrench rows included) is
-        # re-estimated from the ID residual RMS, never below its initial value (IRLS as in JointSmoother)
-        base_std = np.full(6, float(self.sigma_base_wrench))
-        for rnd in range(1 + max(int(self.reweight_rounds), 0)):
+        if self.process_noise == "projected":
+            self._proj_whitener = self._projected_whitener(x, theta)
+        # stage 2 (+ IRLS rounds): everything; the joint effort stds re-estimated from the ID residuals
+        converged = False
+        rounds = 1 + max(int(self.reweight_rounds), 0) if self.sigma_tau is None else 1
+        for rnd in range(rounds):
             x, theta, converged, hist = self._levenberg_marquardt(x, theta, noise, rnd + 1)
             history += hist
-            if rnd == self.reweight_rounds:
+            if rnd == rounds - 1:
                 break
             r = self.id_factor(*x, theta, self._taum, jacobians=False)[0]
             rms = np.sqrt(np.mean(r ** 2, axis=0))
-            if self.sigma_tau is None:
-                noise.tau = np.maximum(noise.tau, rms[iv])
-                noise.source["tau"] = f"re-estimated from inverse-dynamics residuals (round {rnd + 1})"
-            base_std = np.maximum(base_std, rms[:6])
-            self._base_std = base_std
-        q, v, a, lam = x
-        r_id, _, _ = self.id_factor(q, v, a, lam, theta, self._taum, jacobians=False)
-        self.result_ = {
-            "theta": theta, "p": self.layout_.to_physical(theta), "t": t, "q": q, "v": v, "a": a,
-            "lam": lam, "forces_world": self.forces_world(q, lam), "contact": flags,
-            "history": history, "converged": converged, "seconds": time.perf_counter() - t_start,
-            "id_residual": r_id, "knots": int(idx.size), "initial_cost": self._initial_cost,
-        }
+            noise.tau = np.maximum(noise.tau, rms[iv])
+            noise.source["tau"] = f"re-estimated from inverse-dynamics residuals (round {rnd + 1})"
+        # stage 3: physically consistent parameters in the requested parameterization. Bodies whose raw
+        # estimate is not consistent are projected onto the consistent set (nearest pseudo-inertia with
+        # eigenvalues above a floor), then states, forces and θ are refined together
+        p_raw = self.layout_.to_physical(theta)
+        self.projected_bodies_ = check_physical_consistency(self.layout_.split(p_raw)[0],
+                                                            list(robot.body_names))
+        if requested != "raw":
+            theta = self._use_parameterization(requested, p_raw)
+            if self.projected_bodies_:
+                self._log("raw estimate not physically consistent: " + "; ".join(self.projected_bodies_)
+                          + " -> projected")
+            x, theta, converged, hist = self._levenberg_marquardt(x, theta, noise, rounds + 1,
+                                                                  max_iterations=self.refine_iterations)
+            history += hist
+        # stage 4: the constraints to tolerance at this θ (augmented Lagrangian on states and forces)
+        viol = self.constraint_violations(x, theta)
+        al_rounds = 0
+        if self.constraints == "hard":
+            x, theta, _, hist, viol, al_rounds = self._augmented_lagrangian(x, theta, noise, viol,
+                                                                           freeze_theta=True)
+            history += hist
+        self._finish(log, x, theta, noise, t, history, converged, viol, al_rounds, t_start)
         return self
+
+    def _initial_parameters(self, log: Log, qfull: np.ndarray, p_bar: np.ndarray) -> np.ndarray | None:
+        """Initial physical parameters: the decoupled least squares (Savitzky–Golay states, efforts
+        projected onto the stance-contact null space, `DecoupledFloatingBaseLS.system`) as a bounded MAP
+        problem — prior p̄ with the raw prior stds, friction and armature ≥ 0 (scipy ``lsq_linear``), rows
+        weighted by 2 % of their RMS. Friction and armature then start from the data rather than from the
+        URDF's (often zero) values, where the exp parameterizations have vanishing gradients."""
+        from scipy.optimize import lsq_linear
+
+        from .floating_baseline import DecoupledFloatingBaseLS
+
+        try:
+            A, b, _, _, _ = DecoupledFloatingBaseLS(velocity_scale=self.friction_velocity_scale).system(
+                qfull, log.t, np.nan_to_num(np.asarray(log.tau, float)), log.contacts, self.robot)
+        except ValueError as e:
+            warnings.warn(f"least-squares initial parameters unavailable ({e}); starting at the prior mean",
+                          stacklevel=3)
+            return None
+        lay = self.layout_  # raw layout: θ = p for the inertias
+        _, std = lay.prior(self.prior_relative, mean_physical=p_bar)
+        p_std = np.abs(lay.jacobian(lay.to_theta(p_bar))) @ std  # diagonal Jacobian: physical stds
+        nb10 = 10 * self.robot.n_bodies
+        p_std[nb10:] = 10.0  # weak: friction and armature set by the data and the bounds
+        sb = 0.02 * max(float(np.sqrt(np.mean(b ** 2))), 1e-9)
+        lo = np.full(p_bar.size, -np.inf)
+        lo[nb10:] = 0.0
+        if not self.fit_friction:
+            lo[lay.s_friction], p_std[lay.s_friction] = p_bar[lay.s_friction] - 1e-12, 1e-9
+        if not self.fit_armature:
+            lo[lay.s_armature], p_std[lay.s_armature] = p_bar[lay.s_armature] - 1e-12, 1e-9
+        M = np.vstack([A / sb, np.diag(1.0 / p_std)])
+        rhs = np.concatenate([b / sb, p_bar / p_std])
+        sol = lsq_linear(M, rhs, bounds=(lo, np.full(p_bar.size, np.inf)), lsmr_tol="auto", max_iter=500)
+        p = sol.x.copy()
+        p[nb10:] = np.maximum(p[nb10:], 1e-3 * np.maximum(p_bar[nb10:], 1e-6))  # exp-positive coordinates
+        self._log(f"initial θ: bounded least squares on {A.shape[0]} contact-projected rows "
+                  f"({sol.status}, {sol.nit} iterations)")
+        return p
+
+    def _use_parameterization(self, inertia: str, p_now: np.ndarray) -> np.ndarray:
+        """Switch the layout (and the ID evaluator, prior, parameter rows) to ``inertia``; θ of ``p_now``
+        (inconsistent bodies projected onto the consistent set, `ParameterLayout.to_theta_projected`)."""
+        self.layout_ = ParameterLayout.create(
+            self.robot, inertia, self.friction, self.friction_velocity_scale,
+            fit_friction=self.fit_friction, fit_armature=self.fit_armature)
+        self._id = InverseDynamicsResidual(self.layout_)
+        theta_bar, theta_std = self.layout_.prior(self.prior_relative, mean_physical=self._p_bar)
+        self._theta_bar, self._theta_std = theta_bar, theta_std
+        self._setup_parameter_constraints(theta_bar)
+        theta, _ = self.layout_.to_theta_projected(p_now, self._p_bar)
+        return theta
+
+    # ------------------------------------------------------------------ constraints
+    def _setup_parameter_constraints(self, theta_bar):
+        lay, robot = self.layout_, self.robot
+        tm = self.total_mass if self.total_mass is not None else getattr(robot, "total_mass", None)
+        self._total_mass = None if tm is None else float(tm)
+        sym = self.symmetry
+        if isinstance(sym, str) and sym == "robot":
+            sym = robot.symmetry_map() if hasattr(robot, "symmetry_map") else None
+        self._symmetry = sym if isinstance(sym, SymmetryMap) else None
+        self._sym_std = None
+        if self._symmetry is not None:
+            self._sym_std = self._symmetry.relative_std(lay, lay.to_physical(theta_bar),
+                                                        max(self.symmetry_std, 1e-3))
+
+    def _parameter_rows(self, theta, jacobians=True):
+        """Total-mass and symmetry rows as (name, r, J, hard) with r unweighted (SI) and σ separately."""
+        rows = []
+        if self._total_mass is not None:
+            r, J = total_mass_residual(self.layout_, theta, self._total_mass, jacobians)
+            rows.append(("total_mass", r, J, self.total_mass_std <= 0, max(self.total_mass_std, 0.0)))
+        if self._symmetry is not None:
+            r, J = symmetry_residual(self.layout_, theta, self._symmetry, jacobians, std=self._sym_std)
+            # symmetry_residual is whitened by the relative std; r*std is the raw difference
+            raw = r * self._sym_std
+            Jr = None if J is None else J * self._sym_std[:, None]
+            rows.append(("symmetry", raw, Jr, self.symmetry_std <= 0, self._sym_std))
+        return rows
+
+    def constraint_violations(self, x, theta) -> dict:
+        """Raw constraint residuals (masked to where they apply) by group, SI units."""
+        q, v, a, lam = x
+        r_id = self.id_factor(q, v, a, lam, theta, self._taum, jacobians=False)[0]
+        out = {"base_wrench": r_id[:, :6]}
+        fl = self._flags.astype(float)
+        vel, acc, hgt = [], [], []
+        for i, fid in enumerate(self._fids):
+            rv, _ = contact_velocity_residual(self._kin_model, self._kin_data, fid, q, v, False, self._offset)
+            ra, _ = contact_acceleration_residual(self._kin_model, self._kin_data, fid, q, v, a, False,
+                                                  self._offset)
+            vel.append(rv * fl[:, i:i + 1])
+            acc.append(ra * fl[:, i:i + 1])
+            hgt.append(self._height_pair(q, i, False)[2] * self._stance_pairs[:, i:i + 1])
+        out["contact_velocity"] = np.concatenate(vel, axis=1)
+        out["contact_acceleration"] = np.concatenate(acc, axis=1)
+        out["contact_height"] = np.concatenate(hgt, axis=1)
+        for name, r, _, hard, _ in self._parameter_rows(theta, False):
+            if hard:
+                out[name] = r
+        return out
+
+    def _height_pair(self, q, i, jacobians=True):
+        """Foot height change between consecutive knots (N-1, 1) [m] and its Jacobians (z-row of the
+        LOCAL_WORLD_ALIGNED linear frame Jacobian; for a sphere on a plane the centre height is constant
+        while it rolls)."""
+        m, d = self._kin_model, self._kin_data
+        fid = self._fids[i]
+        N, nv = q.shape[0], m.nv
+        z = np.empty(N)
+        Jz = np.zeros((N, 1, self.nx)) if jacobians else None
+        for k in range(N):
+            if jacobians:
+                pin.computeJointJacobians(m, d, q[k])
+                pin.updateFramePlacement(m, d, fid)
+                Jz[k, 0, :nv] = pin.getFrameJacobian(m, d, fid, pin.LOCAL_WORLD_ALIGNED)[2]
+            else:
+                pin.framesForwardKinematics(m, d, q[k])
+            z[k] = d.oMf[fid].translation[2]
+        r = (z[1:] - z[:-1])[:, None]
+        if not jacobians:
+            return None, None, r
+        return -Jz[:-1], Jz[1:], r
+
+    def _augmented_lagrangian(self, x, theta, noise, viol, freeze_theta: bool = False):
+        history = []
+        converged = False
+        worst_prev = _worst(viol)
+        rnd = tightened = 0
+        for rnd in range(1, int(self.constraint_rounds) + 1):
+            for name, c in viol.items():
+                self._shift[name] = self._shift.get(name, 0.0) + c
+            x, theta, converged, hist = self._levenberg_marquardt(x, theta, noise, 100 + rnd, tol=1e-10,
+                                                                  freeze_theta=freeze_theta, max_iterations=10)
+            history += hist
+            viol = self.constraint_violations(x, theta)
+            worst = _worst(viol)
+            self._log(f"augmented Lagrangian round {rnd}: worst constraint residual {worst:.2e} "
+                      f"({', '.join(f'{k} {np.abs(v).max():.1e}' for k, v in viol.items() if v.size)})")
+            if worst <= self.constraint_tol:
+                break
+            if worst > 0.25 * worst_prev and tightened < 3:  # slow: tighten the constraint stds tenfold
+                tightened += 1
+                self._sigma_c = {k: 0.1 * s for k, s in self._sigma_c.items()}
+                # keep the multipliers y = s/σ²: s scales with σ²
+                self._shift = {k: 0.01 * s for k, s in self._shift.items()}
+            worst_prev = worst
+        return x, theta, converged, history, viol, rnd
+
+    # ------------------------------------------------------------------ result
+    def _finish(self, log, x, theta, noise, t, history, converged, viol, al_rounds, t_start):
+        q, v, a, lam = x
+        robot = self.robot
+        iv = robot.joint_index_v()
+        graph = self._linearize(x, theta, noise)
+        try:
+            cov = np.linalg.inv(self._solver.solve(graph, 0.0).schur)
+        except (SingularSystemError, np.linalg.LinAlgError):
+            cov = np.full((self.layout_.n, self.layout_.n), np.nan)
+        r_id = self.id_factor(q, v, a, lam, theta, self._taum, jacobians=False)[0]
+        fw = self.forces_world(q, lam)
+        cols = {}
+        for i, c in enumerate("xyz"):
+            cols[f"base.pos.{c}"] = q[:, i]
+        for i, c in zip((6, 3, 4, 5), "wxyz", strict=True):
+            cols[f"base.quat.{c}"] = q[:, i]
+        for i, c in enumerate(("vx", "vy", "vz", "wx", "wy", "wz")):
+            cols[f"base.{c}"] = v[:, i]
+        for i, f in enumerate(self.feet_):
+            cols[f"contact.{f}"] = self._flags[:, i].astype(np.int8)
+            for j, c in enumerate("xyz"):
+                cols[f"force.{f}.{c}"] = fw[:, i, j]
+        max_viol = {k: float(np.abs(val).max()) if np.size(val) else 0.0 for k, val in viol.items()}
+        p = self.layout_.to_physical(theta)
+        mass = float(np.sum(self.layout_.split(p)[0][:, 0]))
+        extras = {
+            "floating_base": {
+                "contact_frames": list(self.feet_), "contact_radius": self.radius_,
+                "constraints": self.constraints, "constraint_tol": self.constraint_tol,
+                "augmented_lagrangian_rounds": int(al_rounds),
+                "constraint_residual_max": max_viol,
+                "constraints_satisfied": bool(self.constraints == "hard"
+                                              and max(max_viol.values()) <= self.constraint_tol),
+                "constraint_units": {k: CONSTRAINT_UNITS[k] for k in max_viol},
+                "total_mass_estimate": mass,
+                "total_mass_prior": None if self._total_mass is None else {
+                    "value": self._total_mass, "std": self.total_mass_std},
+                "symmetry": None if self._symmetry is None else {"body_pairs": len(self._symmetry.body_pairs),
+                                                                  "std": self.symmetry_std},
+                "imu": {"frame": getattr(self, "imu_frame_", None), "gyro": self._gyro is not None,
+                        "accelerometer": self._acc is not None},
+                "measured_forces_used": self._fmeas is not None,
+                "process_noise": self.process_noise,
+                "joint_effort_residual_rms": np.sqrt(np.mean(r_id[:, iv] ** 2, axis=0)).tolist(),
+            }
+        }
+        self.result_ = IdentificationResult.build(
+            layout=self.layout_, theta=theta, theta_cov=cov, theta_prior=(self._theta_bar, self._theta_std),
+            t=t, q=q, v=v, a=a, history=history, converged=converged,
+            seconds=time.perf_counter() - t_start, noise=noise.as_dict(), method="floating-smoother",
+            knots=int(t.size), id_residual=r_id[:, iv] * self._tau_mask[:, iv],
+            measured_joints=[j for j, mm in zip(robot.joint_names, log.tau_measured, strict=True) if mm],
+            extra_columns=cols, extras=extras)
+        self.state_ = {"t": t, "q": q, "v": v, "a": a, "lam": lam, "forces_world": fw,
+                       "contact": self._flags, "id_residual": r_id, "initial_cost": self._initial_cost}
+
+    # ------------------------------------------------------------------ process noise
+    def _projected_whitener(self, x, theta):
+        """Per-interval whitening of the integration residual with the process noise projected onto the
+        stance-contact null space by N(q_k) (eqs. 36–37), evaluated at the current trajectory and
+        θ and then held fixed (like a noise model)."""
+        from ..factors.process_noise import contact_jacobian, dynamically_consistent_projector, \
+            projected_noise_whitener
+
+        q = x[0]
+        model = self.robot.pinocchio_model_with(self.layout_.split(self.layout_.to_physical(theta))[0])
+        data = model.createData()
+        W = []
+        for k in range(q.shape[0] - 1):
+            pin.crba(model, data, q[k])
+            M = np.triu(data.M) + np.triu(data.M, 1).T
+            feet = [fid for fid, c in zip(self._fids, self._stance_pairs[k], strict=True) if c]
+            if feet:
+                Jc = contact_jacobian(model, data, q[k], feet)
+                P = dynamically_consistent_projector(M, Jc)
+            else:
+                P = np.eye(model.nv)
+            W.append(projected_noise_whitener(P, self._proc_q, self._proc_v, 1e-3 * min(self._proc_q.min(),
+                                                                                            self._proc_v.min())))
+        return np.array(W)
+
+    # ------------------------------------------------------------------ optimizer (override)
+    def _levenberg_marquardt(self, x, theta, noise, rnd, freeze_theta: bool = False, tol: float | None = None,
+                             max_iterations: int | None = None):
+        """Levenberg–Marquardt with Nielsen's damping update (a trust-region method, no line search).
+
+        The floating-base problem couples states, contact forces and θ bilinearly and has weakly
+        determined parameters (armature, friction in a slow sway) whose Gauss–Newton steps are large in
+        the log/exp parameterizations; the gain ratio ρ = actual / predicted decrease adapts the damping λ
+        (Marquardt scaling λ·diag H): accepted steps (ρ > 0) shrink λ by max(1/3, 1 − (2ρ − 1)³), rejected
+        ones grow it by ν = 2, 4, 8, ... Stops when the predicted relative decrease of a step falls below
+        ``tol`` twice in a row or below ``tol``/100 once (converged), or after ``max_iterations``.
+        """
+        tol = self.tol if tol is None else tol
+        max_iterations = self.max_iterations if max_iterations is None else max_iterations
+        solve = self._solver.solve
+        lam, nu = 1e-4, 2.0
+        history = []
+        converged = False
+        graph = self._linearize(x, theta, noise, freeze_theta=freeze_theta)
+        cost = graph.cost()
+        if not np.isfinite(cost):
+            raise EstimationError("initial cost is not finite (check the log for extreme values)")
+        small_prev = False
+        for it in range(max_iterations):
+            t0 = time.perf_counter()
+            try:
+                step = solve(graph, lam)
+            except SingularSystemError:
+                lam, nu = lam * nu, nu * 2
+                continue
+            pred = step.predicted_decrease
+            if not np.isfinite(pred):
+                lam, nu = lam * nu, nu * 2
+                continue
+            if pred < 1e-2 * tol * cost:
+                converged = True
+                self._log(f"round {rnd} iter {it:3d}: predicted decrease {pred:.2e} below tolerance; converged")
+                break
+            x_new = self._retract(x, step.dx)
+            theta_new = theta + step.dtheta
+            new_cost = self._linearize(x_new, theta_new, noise, jacobians=False, freeze_theta=freeze_theta).cost()
+            rho = (cost - new_cost) / pred if np.isfinite(new_cost) else -np.inf
+            if rho <= 0:
+                lam, nu = lam * nu, nu * 2
+                self._log(f"round {rnd} iter {it:3d}: rejected (ρ={rho:.2f}), λ -> {lam:.1e}")
+                if lam > 1e10:
+                    break
+                continue
+            rel = (cost - new_cost) / max(cost, 1e-300)
+            x, theta, cost = x_new, theta_new, new_cost
+            lam = max(lam * max(1 / 3, 1 - (2 * rho - 1) ** 3), 1e-12)
+            nu = 2.0
+            graph = self._linearize(x, theta, noise, freeze_theta=freeze_theta)
+            dt = time.perf_counter() - t0
+            history.append({"round": rnd, "iteration": it, "cost": cost, "lambda": lam, "alpha": 1.0,
+                            "rho": float(rho), "seconds": dt,
+                            "step_theta": float(np.linalg.norm(step.dtheta))})
+            self._log(f"round {rnd} iter {it:3d}: cost {cost:.6e} rel.decrease {rel:.2e} ρ {rho:.2f} "
+                      f"λ {lam:.1e} |δθ| {np.abs(step.dtheta).max():.2e} {dt:.2f} s")
+            small = pred < tol * cost
+            if small and small_prev:
+                converged = True
+                break
+            small_prev = small
+        return x, theta, converged, history
 
     # ------------------------------------------------------------------ graph (overrides)
     def _linearize(self, x, theta, noise, jacobians: bool = True, freeze_theta: bool = False):
@@ -297,6 +753,8 @@ class FloatingBaseSmoother(JointSmoother):
         nx = self.nx
         graph = LinearizedGraph(N, nx, self.layout_.n)
         iv = self.robot.joint_index_v()
+        sc = self._sigma_c if self.constraints == "hard" else self.SIGMA_CONSTRAINT
+        shift = self._shift
 
         def pad(J):
             if J is None:
@@ -305,6 +763,9 @@ class FloatingBaseSmoother(JointSmoother):
             out[:, :, :J.shape[2]] = J
             return out
 
+        def add(J, r, w):  # knot factor with weights w (N, m) or (m,)
+            graph.knot.append((None if J is None else pad(J) * np.asarray(w)[..., None], r * w))
+
         # encoders (+ base pose)
         wq = np.zeros(nv)
         wq[iv] = 1.0 / noise.q
@@ -312,57 +773,118 @@ class FloatingBaseSmoother(JointSmoother):
             wq[:3] = 1.0 / self.sigma_base_pos
             wq[3:6] = 1.0 / self.sigma_base_rot
         r, J = encoder_residual(self._space, q, self._qm, jacobians)
-        graph.knot.append((None if J is None else pad(J) * wq[None, :, None], r * wq))
-        if not self._has_base:  # weak anchor of the first knot's base pose (gauge)
-            wb = np.zeros((N, 6))
-            wb[0] = 1.0
-            r0 = r[:, :6] * wb
-            J0 = None if J is None else pad(J)[:, :6] * wb[:, :, None]
-            graph.knot.append((J0, r0))
+        add(J, r, wq[None, :])
+        if not self._has_base:  # anchor the first knot's base position and yaw (gauge); roll/pitch: IMU
+            wb = np.zeros((N, nv))
+            wb[0, :6] = 1.0 / self.sigma_base_pos
+            add(J, r, wb)
         if self._vm is not None:
             wv = np.zeros(nv)
             wv[iv] = 1.0 / noise.v
             r, J = velocity_residual(v, self._vm, jacobians)
-            graph.knot.append((None if J is None else pad(J) * wv[None, :, None], r * wv))
+            add(J, r, wv[None, :])
+        # IMU
+        if self._gyro is not None:
+            r, J = gyro_residual(self._kin_model, self._kin_data, self._imu_fid, q, v, self._gyro, jacobians)
+            add(J, r, np.full((1, 3), 1.0 / self._sigma_gyro))
+        if self._acc is not None:
+            r, J = accelerometer_residual(self._kin_model, self._kin_data, self._imu_fid, q, v, a, self._acc,
+                                          jacobians)
+            add(J, r, np.full((1, 3), 1.0 / self._sigma_acc))
         # contacts
         fl = self._flags.astype(float)
         for i, fid in enumerate(self._fids):
-            wa = fl[:, i:i + 1] / self.sigma_contact_acc
-            r, J = contact_acceleration_residual(self._kin_model, self._kin_data, fid, q, v, a, jacobians)
-            graph.knot.append((None if J is None else pad(J) * wa[:, :, None], r * wa))
-            wvel = fl[:, i:i + 1] / self.sigma_contact_vel
-            r, J = contact_velocity_residual(self._kin_model, self._kin_data, fid, q, v, jacobians)
-            graph.knot.append((None if J is None else pad(J) * wvel[:, :, None], r * wvel))
+            sl = slice(3 * i, 3 * i + 3)
+            r, J = contact_acceleration_residual(self._kin_model, self._kin_data, fid, q, v, a, jacobians,
+                                                 self._offset)
+            if "contact_acceleration" in shift:
+                r = r + shift["contact_acceleration"][:, sl]
+            add(J, r, fl[:, i:i + 1] / sc["contact_acceleration"])
+            r, J = contact_velocity_residual(self._kin_model, self._kin_data, fid, q, v, jacobians, self._offset)
+            if "contact_velocity" in shift:
+                r = r + shift["contact_velocity"][:, sl]
+            add(J, r, fl[:, i:i + 1] / sc["contact_velocity"])
             ws = (1.0 - fl[:, i:i + 1]) / self.sigma_swing_force
-            r = lam[:, 3 * i:3 * i + 3] * ws
+            Jl = None
             if jacobians:
-                J = np.zeros((N, 3, nx))
-                J[:, :, 3 * nv + 3 * i:3 * nv + 3 * i + 3] = np.eye(3)
-                J = J * ws[:, :, None]
-            graph.knot.append((J if jacobians else None, r))
-        # inverse dynamics
+                Jl = np.zeros((N, 3, nx))
+                Jl[:, :, 3 * nv + 3 * i:3 * nv + 3 * i + 3] = np.eye(3)
+            graph.knot.append((None if Jl is None else Jl * ws[:, :, None], lam[:, sl] * ws))
+            J0, J1, r = self._height_pair(q, i, jacobians)
+            if "contact_height" in shift:
+                r = r + shift["contact_height"][:, i:i + 1]
+            wh = self._stance_pairs[:, i:i + 1] / sc["contact_height"]
+            graph.pair.append((None if J0 is None else J0 * wh[:, :, None],
+                               None if J1 is None else J1 * wh[:, :, None], r * wh))
+        # measured forces, unilateral + friction cone (world axes, ground normal +z)
+        m, d = self._kin_model, self._kin_data
+        for i, fid in enumerate(self._fids):
+            sl = slice(3 * nv + 3 * i, 3 * nv + 3 * i + 3)
+            lam_i = lam[:, 3 * i:3 * i + 3]
+            rows = []
+            if self._fmeas is not None:
+                r, Jq, Jl = measured_force_residual(m, d, fid, q, lam_i, self._fmeas[:, i], jacobians)
+                rows.append((r, Jq, Jl, np.full((1, 3), 1.0 / self.sigma_force)))
+            if self.friction_coefficient is not None:
+                w = fl[:, i:i + 1] / self.sigma_cone
+                r, Jq, Jl = unilateral_residual(m, d, fid, q, lam_i, jacobians=jacobians)
+                rows.append((r, Jq, Jl, w))
+                r, Jq, Jl = friction_cone_residual(m, d, fid, q, lam_i, self.friction_coefficient,
+                                                   jacobians=jacobians)
+                rows.append((r, Jq, Jl, w))
+            for r, Jq, Jl, w in rows:
+                J = None
+                if jacobians:
+                    J = np.zeros((N, r.shape[1], nx))
+                    J[:, :, :nv], J[:, :, sl] = Jq, Jl
+                    J *= w[..., None]
+                graph.knot.append((J, r * w))
+        # inverse dynamics: base rows a constraint, joint rows vs the measured efforts
         wt = np.zeros(nv)
-        wt[:6] = 1.0 / self._base_std
         wt[iv] = 1.0 / noise.tau
         W = self._tau_mask * wt[None, :]
+        W[:, :6] = 1.0 / sc["base_wrench"]
         r, Jx, Jt = self.id_factor(q, v, a, lam, theta, self._taum, jacobians)
+        if "base_wrench" in shift:
+            r = r.copy()
+            r[:, :6] += shift["base_wrench"]
         if jacobians:
             graph.knot_theta.append((Jx * W[:, :, None], Jt * W[:, :, None], r * W))
         else:
             graph.knot_theta.append((None, None, r * W))
         # integration
-        wp = np.concatenate([1.0 / self._proc_q, 1.0 / self._proc_v])
         pl = integration_residual(self._space, q, v, a, self._h, jacobians)
-        graph.pair.append((None if pl.J0 is None else pad(pl.J0) * wp[None, :, None],
-                           None if pl.J1 is None else pad(pl.J1) * wp[None, :, None], pl.r * wp))
-        graph.prior_r = (theta - self._theta_bar) / self._theta_std
-        graph.prior_w = 1.0 / self._theta_std
+        if self._proj_whitener is not None:
+            Wp = self._proj_whitener
+            graph.pair.append((None if pl.J0 is None else Wp @ pad(pl.J0),
+                               None if pl.J1 is None else Wp @ pad(pl.J1),
+                               np.einsum("nij,nj->ni", Wp, pl.r)))
+        else:
+            wp = np.concatenate([1.0 / self._proc_q, 1.0 / self._proc_v])
+            graph.pair.append((None if pl.J0 is None else pad(pl.J0) * wp[None, :, None],
+                               None if pl.J1 is None else pad(pl.J1) * wp[None, :, None], pl.r * wp))
+        # θ: prior, total mass, symmetry
         if freeze_theta:
             if jacobians:
                 Jx, Jt, r = graph.knot_theta[0]
                 graph.knot_theta[0] = (Jx, np.zeros_like(Jt), r)
             graph.prior_w = np.ones(self.layout_.n)
             graph.prior_r = np.zeros(self.layout_.n)
+            return graph
+        Jp = [np.diag(1.0 / self._theta_std)]
+        rp = [(theta - self._theta_bar) / self._theta_std]
+        for name, r, J, hard, std in self._parameter_rows(theta, True):
+            s = std
+            if hard:
+                s = sc[name] if name == "total_mass" else std * sc[name] / self.SIGMA_CONSTRAINT[name]
+            if hard and name in shift:
+                r = r + shift[name]
+            rp.append(r / s)
+            Jp.append(J / np.atleast_1d(s)[:, None] if np.ndim(s) else J / s)
+        if len(Jp) == 1:
+            graph.prior_w, graph.prior_r = 1.0 / self._theta_std, rp[0]
+        else:
+            graph.prior_w, graph.prior_r = np.vstack(Jp), np.concatenate(rp)
         return graph
 
     def _retract(self, x, dx):
@@ -370,3 +892,11 @@ class FloatingBaseSmoother(JointSmoother):
         nv = v.shape[1]
         return (self._space.integrate(q, dx[:, :nv]), v + dx[:, nv:2 * nv], a + dx[:, 2 * nv:3 * nv],
                 lam + dx[:, 3 * nv:])
+
+
+def _skew(w):
+    return np.array([[0.0, -w[2], w[1]], [w[2], 0.0, -w[0]], [-w[1], w[0], 0.0]])
+
+
+def _worst(viol: dict) -> float:
+    return max((float(np.abs(v).max()) for v in viol.values() if np.size(v)), default=0.0)

@@ -70,3 +70,17 @@ def base_parameter_error(robot: RobotModel, p_est, p_true, q, v, a, velocity_sca
         K = rank_analysis(Y).base_K
     d = K @ (np.asarray(p_est, float) - np.asarray(p_true, float))
     return float(np.linalg.norm(d) / np.linalg.norm(K @ np.asarray(p_true, float)))
+
+
+def base_pose_errors(q_true: np.ndarray, q_est: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per-sample base orientation error [deg] (angle of R_trueᵀ R_est) and position error [m] of
+    free-flyer configurations (N, nq) in Pinocchio's layout (p, quaternion x, y, z, w, joints)."""
+    import pinocchio as pin
+
+    q_true, q_est = np.asarray(q_true, float), np.asarray(q_est, float)
+    ang = np.empty(len(q_true))
+    for k, (qt, qe) in enumerate(zip(q_true, q_est, strict=True)):
+        Rt = pin.Quaternion(qt[6], *qt[3:6]).toRotationMatrix()
+        Re = pin.Quaternion(qe[6], *qe[3:6]).toRotationMatrix()
+        ang[k] = np.degrees(np.linalg.norm(pin.log3(Rt.T @ Re)))
+    return ang, np.linalg.norm(q_true[:, :3] - q_est[:, :3], axis=1)

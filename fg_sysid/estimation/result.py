@@ -45,11 +45,15 @@ class IdentificationResult:
     id_residual_rms: np.ndarray = field(default_factory=lambda: np.zeros(0))
     std_ratio: np.ndarray = field(default_factory=lambda: np.zeros(0))
     identifiability: pd.DataFrame | None = None
+    #: Estimator-specific extras merged into `summary` (e.g. the floating-base smoother's constraint
+    #: residuals, contact forces and base-trajectory errors).
+    extras: dict = field(default_factory=dict)
 
     @classmethod
     def build(cls, layout: ParameterLayout, theta, theta_cov, theta_prior, t, q, v, a, history, converged,
               seconds, noise, method, knots, id_residual=None,
-              measured_joints=None) -> IdentificationResult:
+              measured_joints=None, extra_columns: dict | None = None,
+              extras: dict | None = None) -> IdentificationResult:
         theta_bar, theta_std = theta_prior
         J = layout.jacobian(theta)
         p = layout.to_physical(theta)
@@ -70,6 +74,7 @@ class IdentificationResult:
                 cols[f"q.{j}"] = q[:, layout.robot.joint_index_q()[i]]
                 cols[f"v.{j}"] = v[:, iv]
                 cols[f"a.{j}"] = a[:, iv]
+            cols.update(extra_columns or {})
             traj = pd.DataFrame(cols)
         rms = np.zeros(0)
         if id_residual is not None:
@@ -77,7 +82,7 @@ class IdentificationResult:
         return cls(layout, tuple(layout.names), tuple(layout.groups()), p, std, layout.to_physical(theta_bar),
                    prior_std, np.asarray(theta), np.asarray(theta_cov), traj, list(history), bool(converged),
                    float(seconds), int(knots), dict(noise), method, rms, ratio,
-                   _identifiability(layout, measured_joints))
+                   _identifiability(layout, measured_joints), dict(extras or {}))
 
     # ------------------------------------------------------------------ views
     def parameters_table(self) -> pd.DataFrame:
@@ -139,6 +144,7 @@ class IdentificationResult:
             "noise": self.noise,
             "inverse_dynamics_residual_rms": self.id_residual_rms.tolist(),
             "cost_history": costs,
+            **self.extras,
         }
 
     def to_json(self) -> str:

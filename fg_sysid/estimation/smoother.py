@@ -88,6 +88,11 @@ class JointSmoother:
         verbose: print one line per iteration to stderr.
     """
 
+    #: LM details subclasses may change: largest |δθ| per step (None: no limit) and raising the damping
+    #: after a step the line search had to shorten (False: only after failed steps).
+    theta_step_limit: float | None = None
+    adaptive_damping: bool = False
+
     def __init__(self, robot: RobotModel, inertia: str = "log-cholesky",
                  friction: str = "coulomb-viscous", friction_velocity_scale: float = 0.05,
                  knot_stride: int = 1, sigma_q=None, sigma_v=None, sigma_tau=None, sigma_process=None,
@@ -350,7 +355,8 @@ class JointSmoother:
         nv = v.shape[1]
         return (self._space.integrate(q, dx[:, :nv]), v + dx[:, nv:2 * nv], a + dx[:, 2 * nv:])
 
-    def _levenberg_marquardt(self, x, theta, noise, rnd, freeze_theta: bool = False):
+    def _levenberg_marquardt(self, x, theta, noise, rnd, freeze_theta: bool = False, tol: float | None = None,
+                             max_iterations: int | None = None):
         """Levenberg–Marquardt with a backtracking line search along each damped step.
 
         The damping λ starts tiny (a Gauss–Newton step); a step that does not lower the cost is first
@@ -359,6 +365,8 @@ class JointSmoother:
         relative decrease below ``tol`` after a full step, or two steps in a row lowered the cost by
         less than ``tol`` (converged), or after ``max_iterations``.
         """
+        tol = self.tol if tol is None else tol
+        max_iterations = self.max_iterations if max_iterations is None else max_iterations
         solve = self._solver.solve if self.solver == "structured" else solve_gtsam
         lam = 1e-9
         history = []
@@ -372,7 +380,7 @@ class JointSmoother:
             return self._linearize(xx, tt, noise, jacobians=False, freeze_theta=freeze_theta).cost()
 
         prev_small = False
-        for it in range(self.max_iterations):
+        for it in range(max_iterations):
             t0 = time.perf_counter()
             accepted = False
             alpha = 1.0
@@ -384,10 +392,15 @@ class JointSmoother:
                     lam = max(lam * 10, 1e-6)
                     continue
                 pred = step.predicted_decrease
-                if np.isfinite(pred) and pred < self.tol * 1e-2 * cost:
+                if np.isfinite(pred) and pred < tol * 1e-2 * cost:
                     break  # the model predicts nothing more to gain
                 alpha = 1.0
-                while alpha >= 1 / 64:
+                if self.theta_step_limit is not None:  # trust region on θ: the parameterizations are exp/log
+                    big = float(np.max(np.abs(step.dtheta), initial=0.0))
+                    if big > self.theta_step_limit:
+                        alpha = self.theta_step_limit / big
+                alpha0 = alpha
+                while alpha >= alpha0 / 64:
                     x_new = self._retract(x, alpha * step.dx)
                     theta_new = theta + alpha * step.dtheta
                     new_cost = cost_at(x_new, theta_new)
@@ -398,6 +411,8 @@ class JointSmoother:
                 if accepted:
                     if alpha == 1.0:
                         lam = max(lam / 10, 1e-12)
+                    elif self.adaptive_damping and alpha < alpha0:
+                        lam = max(lam * 10, 1e-6)  # the linear model overshoots: damp the next step more
                     break
                 lam = max(lam * 10, 1e-6)
             if not accepted:
@@ -420,8 +435,8 @@ class JointSmoother:
                       f"id {parts['knot_theta']:.2e} int {parts['pair']:.2e} prior {parts['prior']:.2e})  "
                       f"rel.decrease {rel:.2e}  step {alpha:.3g}  λ {lam:.0e}  {dt:.2f} s")
             # converged: the linear model has nothing left to gain, or two steps in a row gained < tol
-            small = rel < self.tol
-            if (alpha == 1.0 and max(rel, pred_rel) < self.tol) or (small and prev_small):
+            small = rel < tol
+            if (alpha == 1.0 and max(rel, pred_rel) < tol) or (small and prev_small):
                 converged = True
                 break
             prev_small = small

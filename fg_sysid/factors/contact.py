@@ -56,8 +56,12 @@ def contact_position_residual(model, data, frame_id, q, anchor, jacobians=True):
     return r, J
 
 
-def contact_velocity_residual(model, data, frame_id, q, v, jacobians=True):
+def contact_velocity_residual(model, data, frame_id, q, v, jacobians=True, offset=None):
     """r = J_lin(q) v (N, 3) [m/s]: velocity of the frame origin in world axes; J (N, 3, 3nv).
+
+    ``offset`` (3,) world vector d: r = ṗ + ω × d, the velocity of the body point at p + d — for a
+    spherical foot of radius ρ on a ground plane with normal n, d = −ρ n is the contact point and
+    r = 0 is rolling without slipping.
 
     With (v_o, ω) the WORLD spatial velocity (v_o: velocity of the body point at the world origin),
     ṗ = v_o + ω × p, so ∂ṗ = ∂v_o − [p]× ∂ω + [ω]× J_lin δq, using ``pin.getFrameVelocityDerivatives``
@@ -74,7 +78,10 @@ def contact_velocity_residual(model, data, frame_id, q, v, jacobians=True):
             pin.computeForwardKinematicsDerivatives(model, data, q[k], v[k], zero)
         else:
             pin.forwardKinematics(model, data, q[k], v[k])
-        r[k] = pin.getFrameVelocity(model, data, frame_id, LWA).linear
+        vel = pin.getFrameVelocity(model, data, frame_id, LWA)
+        r[k] = vel.linear
+        if offset is not None:
+            r[k] += np.cross(vel.angular, offset)
         if jacobians:
             p = data.oMi[model.frames[frame_id].parentJoint].act(model.frames[frame_id].placement).translation
             Jl = pin.getFrameJacobian(model, data, frame_id, LWA)[:3]
@@ -83,11 +90,18 @@ def contact_velocity_residual(model, data, frame_id, q, v, jacobians=True):
             S_p = _skew(p)
             J[k, :, :nv] = dv_dq[:3] - S_p @ dv_dq[3:] + _skew(om) @ Jl
             J[k, :, nv:2 * nv] = Jl
+            if offset is not None:  # d(ω × d) = −[d]× dω (WORLD angular rows)
+                S_d = _skew(offset)
+                J[k, :, :nv] -= S_d @ dv_dq[3:]
+                J[k, :, nv:2 * nv] -= S_d @ dv_dv[3:]
     return r, J
 
 
-def contact_acceleration_residual(model, data, frame_id, q, v, a, jacobians=True):
+def contact_acceleration_residual(model, data, frame_id, q, v, a, jacobians=True, offset=None):
     """r = classical acceleration of the frame origin in world axes (N, 3) [m/s²]; J (N, 3, 3nv).
+
+    ``offset`` (3,) world vector d (constant): r = p̈ + α × d, the time derivative of the rolling
+    velocity ṗ + ω × d of `contact_velocity_residual` (α: angular acceleration, world axes).
 
     With (a_o, α) the WORLD spatial acceleration, p̈ = a_o + α × p + ω × ṗ; its derivative
     ∂p̈ = ∂a_o − [p]× ∂α + [α]× ∂p − [ṗ]× ∂ω + [ω]× ∂ṗ uses the WORLD spatial derivatives of
@@ -121,4 +135,11 @@ def contact_acceleration_residual(model, data, frame_id, q, v, a, jacobians=True
             J[k, :, :nv] = a_dq[:3] - S_p @ a_dq[3:] + _skew(al) @ Jl - S_pd @ v_dq[3:] + S_om @ pd_dq
             J[k, :, nv:2 * nv] = a_dv[:3] - S_p @ a_dv[3:] - S_pd @ v_dv[3:] + S_om @ pd_dv
             J[k, :, 2 * nv:] = Jl
+            if offset is not None:  # d(α × d) = −[d]× dα (WORLD angular rows)
+                S_d = _skew(offset)
+                J[k, :, :nv] -= S_d @ a_dq[3:]
+                J[k, :, nv:2 * nv] -= S_d @ a_dv[3:]
+                J[k, :, 2 * nv:] -= S_d @ a_da[3:]
+        if offset is not None:
+            r[k] += np.cross(pin.getFrameAcceleration(model, data, frame_id, LWA).angular, offset)
     return r, J
