@@ -138,3 +138,19 @@ def test_rolling_offset_jacobians_and_material_point_velocity(setup):
         pin.forwardKinematics(m2, d2, q[k], v[k])
         np.testing.assert_allclose(rv[k], pin.getFrameVelocity(m2, d2, fid2, pin.LOCAL_WORLD_ALIGNED).linear,
                                    atol=1e-12)
+
+
+def test_multi_frame_residuals_equal_the_single_frame_ones(setup):
+    from fg_sysid.factors.contact import contact_motion_residuals
+
+    model, data, fid, q, v, a = setup
+    fids = [model.getFrameId(f) for f in ("FL_foot", "RR_foot")]
+    d = np.array([0.0, 0.0, -0.02])
+    rv, Jv, ra, Ja = contact_motion_residuals(model, data, fids, q, v, a, offset=d)
+    for i, f in enumerate(fids):
+        r1, J1 = contact_velocity_residual(model, data, f, q, v, offset=d)
+        r2, J2 = contact_acceleration_residual(model, data, f, q, v, a, offset=d)
+        np.testing.assert_allclose(rv[:, i], r1, atol=1e-12)
+        np.testing.assert_allclose(Jv[:, i], J1, atol=1e-10)
+        np.testing.assert_allclose(ra[:, i], r2, atol=1e-12)
+        np.testing.assert_allclose(Ja[:, i], J2, atol=1e-10)

@@ -55,7 +55,7 @@ import numpy as np
 import pinocchio as pin
 
 from ..datasets.log import Log
-from ..factors.contact import contact_acceleration_residual, contact_velocity_residual
+from ..factors.contact import contact_motion_residuals
 from ..factors.contact_forces import friction_cone_residual, measured_force_residual, unilateral_residual
 from ..factors.imu import accelerometer_residual, gyro_residual
 from ..factors.inverse_dynamics import InverseDynamicsResidual
@@ -72,6 +72,7 @@ from .result import IdentificationResult
 from .smoother import EstimationError, JointSmoother
 
 GRAVITY = 9.81
+SIGMA_Q_FLOOR, SIGMA_V_FLOOR = 1e-4, 1e-3  # [rad], [rad/s] floors of the estimated encoder noise
 #: Units of the constraint groups (for reports).
 CONSTRAINT_UNITS = {"base_wrench": "N | N·m", "contact_velocity": "m/s", "contact_acceleration": "m/s²",
                     "contact_height": "m", "total_mass": "kg", "symmetry": "SI"}
@@ -137,7 +138,8 @@ class FloatingBaseSmoother(JointSmoother):
                  sigma_base_pos: float = 1e-3, sigma_base_rot: float = 1e-3,
                  sigma_swing_force: float = 1e-3, reweight_rounds: int = 1,
                  tau_floor_relative: float = 0.02, sg_window_s: float = 0.05, sg_order: int = 3,
-                 refine_iterations: int = 15, init: str = "ls", verbose: bool = False):
+                 refine_iterations: int = 0, init: str = "ls", determined_std_ratio: float | None = 0.1,
+                 verbose: bool = False):
         super().__init__(robot, inertia=inertia, friction=friction,
                          friction_velocity_scale=friction_velocity_scale, knot_stride=knot_stride,
                          sigma_q=sigma_q, sigma_v=sigma_v, sigma_tau=sigma_tau, sigma_process=sigma_process,
@@ -170,6 +172,7 @@ class FloatingBaseSmoother(JointSmoother):
         self.sg_window_s = sg_window_s
         self.sg_order = sg_order
         self.refine_iterations = refine_iterations
+        self.determined_std_ratio = determined_std_ratio
 
     # ------------------------------------------------------------------ setup
     def setup(self, log: Log | None = None) -> FloatingBaseSmoother:
@@ -376,6 +379,12 @@ class FloatingBaseSmoother(JointSmoother):
         if self.sigma_tau is None:  # model error of a prior-mean θ dominates a noise-free log's effort noise
             noise.tau = np.maximum(noise.tau, self.tau_floor_relative * noise.tau_rms)
             noise.source["tau"] += f", floored at {self.tau_floor_relative:g} x the effort RMS"
+        # a noise-free log still disagrees with the rigid-contact model at the 1e-4 level (soft contacts,
+        # slip): encoder / velocity stds below that only make the problem stiff
+        if self.sigma_q is None:
+            noise.q = np.maximum(noise.q, SIGMA_Q_FLOOR)
+        if self.sigma_v is None and noise.v is not None:
+            noise.v = np.maximum(noise.v, SIGMA_V_FLOOR)
         a_rms = np.sqrt(np.mean(a0 ** 2, axis=0))
         h = float(np.median(self._h))
         if self.sigma_process is None:
@@ -426,6 +435,10 @@ class FloatingBaseSmoother(JointSmoother):
             rms = np.sqrt(np.mean(r ** 2, axis=0))
             noise.tau = np.maximum(noise.tau, rms[iv])
             noise.source["tau"] = f"re-estimated from inverse-dynamics residuals (round {rnd + 1})"
+        if self.determined_std_ratio is not None:
+            theta = self._shrink_weak_directions(x, theta, noise)
+            x, _, _, hist = self._levenberg_marquardt(x, theta, noise, rounds + 1, freeze_theta=True)
+            history += hist
         # stage 3: physically consistent parameters in the requested parameterization. Bodies whose raw
         # estimate is not consistent are projected onto the consistent set (nearest pseudo-inertia with
         # eigenvalues above a floor), then states, forces and θ are refined together
@@ -488,6 +501,40 @@ class FloatingBaseSmoother(JointSmoother):
                   f"({sol.status}, {sol.nit} iterations)")
         return p
 
+    def _shrink_weak_directions(self, x, theta, noise):
+        """Reset the components of θ − θ̄ along directions the data determine weakly to the prior mean.
+
+        With S the Schur complement of θ (all factors, states eliminated) and P the prior's information,
+        the data information in prior-whitened coordinates is G = D (S − P) D (D = prior stds); along an
+        eigenvector with eigenvalue μ the posterior std is (1 + μ)^(-1/2) × the prior's. Eigenvectors whose
+        ratio exceeds ``determined_std_ratio`` (default 0.1: μ < 99) are directions where a MAP estimate follows small systematic model errors (soft
+        contacts, rolling feet, dry friction) rather than the robot — e.g. the mass at a stance foot's
+        contact point, exactly unobservable from stance data (module docstring). Truncating them is the
+        truncated-SVD regularization of the decoupled baseline, applied to the joint problem."""
+        graph = self._linearize(x, theta, noise)
+        S = self._solver.solve(graph, 0.0).schur
+        Jp = graph.prior_jacobian()
+        si = self.layout_.s_inertial
+        other = np.ones(theta.size, bool)
+        other[si] = False
+        # information on the inertial block with friction and armature marginalized (their prior mean is
+        # not a meaningful reference: URDFs rarely carry friction), minus the inertial prior's
+        S_ii = S[si, si] - S[si][:, other] @ np.linalg.solve(S[np.ix_(other, other)], S[other][:, si])
+        D = self._theta_std[si]
+        P_ii = (Jp.T @ Jp)[si, si]
+        G = D[:, None] * (S_ii - P_ii) * D[None, :]
+        mu, U = np.linalg.eigh(0.5 * (G + G.T))
+        threshold = 1.0 / self.determined_std_ratio ** 2 - 1.0  # posterior/prior std = (1 + μ)^(-1/2)
+        weak = U[:, mu < threshold]
+        dw = (theta[si] - self._theta_bar[si]) / D
+        dw -= weak @ (weak.T @ dw)
+        theta = theta.copy()
+        theta[si] = self._theta_bar[si] + D * dw
+        self.weak_directions_ = int(weak.shape[1])
+        self._log(f"{weak.shape[1]} of {D.size} inertial parameter directions weakly determined by the log "
+                  f"(posterior/prior std > {self.determined_std_ratio:g}): kept at the prior mean")
+        return theta
+
     def _use_parameterization(self, inertia: str, p_now: np.ndarray) -> np.ndarray:
         """Switch the layout (and the ID evaluator, prior, parameter rows) to ``inertia``; θ of ``p_now``
         (inconsistent bodies projected onto the consistent set, `ParameterLayout.to_theta_projected`)."""
@@ -535,14 +582,11 @@ class FloatingBaseSmoother(JointSmoother):
         r_id = self.id_factor(q, v, a, lam, theta, self._taum, jacobians=False)[0]
         out = {"base_wrench": r_id[:, :6]}
         fl = self._flags.astype(float)
-        vel, acc, hgt = [], [], []
-        for i, fid in enumerate(self._fids):
-            rv, _ = contact_velocity_residual(self._kin_model, self._kin_data, fid, q, v, False, self._offset)
-            ra, _ = contact_acceleration_residual(self._kin_model, self._kin_data, fid, q, v, a, False,
-                                                  self._offset)
-            vel.append(rv * fl[:, i:i + 1])
-            acc.append(ra * fl[:, i:i + 1])
-            hgt.append(self._height_pair(q, i, False)[2] * self._stance_pairs[:, i:i + 1])
+        rv, _, ra, _ = contact_motion_residuals(self._kin_model, self._kin_data, self._fids, q, v, a, False,
+                                                self._offset)
+        vel = [rv[:, i] * fl[:, i:i + 1] for i in range(self.nf)]
+        acc = [ra[:, i] * fl[:, i:i + 1] for i in range(self.nf)]
+        hgt = [self._height_pair(q, i, False)[2] * self._stance_pairs[:, i:i + 1] for i in range(self.nf)]
         out["contact_velocity"] = np.concatenate(vel, axis=1)
         out["contact_acceleration"] = np.concatenate(acc, axis=1)
         out["contact_height"] = np.concatenate(hgt, axis=1)
@@ -793,14 +837,15 @@ class FloatingBaseSmoother(JointSmoother):
             add(J, r, np.full((1, 3), 1.0 / self._sigma_acc))
         # contacts
         fl = self._flags.astype(float)
+        rv_all, Jv_all, ra_all, Ja_all = contact_motion_residuals(self._kin_model, self._kin_data, self._fids,
+                                                                  q, v, a, jacobians, self._offset)
         for i, fid in enumerate(self._fids):
             sl = slice(3 * i, 3 * i + 3)
-            r, J = contact_acceleration_residual(self._kin_model, self._kin_data, fid, q, v, a, jacobians,
-                                                 self._offset)
+            r, J = ra_all[:, i], None if Ja_all is None else Ja_all[:, i]
             if "contact_acceleration" in shift:
                 r = r + shift["contact_acceleration"][:, sl]
             add(J, r, fl[:, i:i + 1] / sc["contact_acceleration"])
-            r, J = contact_velocity_residual(self._kin_model, self._kin_data, fid, q, v, jacobians, self._offset)
+            r, J = rv_all[:, i], None if Jv_all is None else Jv_all[:, i]
             if "contact_velocity" in shift:
                 r = r + shift["contact_velocity"][:, sl]
             add(J, r, fl[:, i:i + 1] / sc["contact_velocity"])

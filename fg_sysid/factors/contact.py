@@ -56,6 +56,55 @@ def contact_position_residual(model, data, frame_id, q, anchor, jacobians=True):
     return r, J
 
 
+def _velocity_at(model, data, frame_id, nv, jacobians, offset, out_r, out_J):
+    """Velocity residual of one frame from current kinematics (see `contact_velocity_residual`)."""
+    vel = pin.getFrameVelocity(model, data, frame_id, LWA)
+    out_r[:] = vel.linear
+    if offset is not None:
+        out_r += np.cross(vel.angular, offset)
+    if not jacobians:
+        return
+    p = data.oMi[model.frames[frame_id].parentJoint].act(model.frames[frame_id].placement).translation
+    Jl = pin.getFrameJacobian(model, data, frame_id, LWA)[:3]
+    dv_dq, dv_dv = pin.getFrameVelocityDerivatives(model, data, frame_id, WORLD)
+    om = pin.getFrameVelocity(model, data, frame_id, WORLD).angular
+    out_J[:, :nv] = dv_dq[:3] - _skew(p) @ dv_dq[3:] + _skew(om) @ Jl
+    out_J[:, nv:2 * nv] = Jl
+    if offset is not None:  # d(ω × d) = −[d]× dω (WORLD angular rows)
+        S_d = _skew(offset)
+        out_J[:, :nv] -= S_d @ dv_dq[3:]
+        out_J[:, nv:2 * nv] -= S_d @ dv_dv[3:]
+
+
+def _acceleration_at(model, data, frame_id, nv, jacobians, offset, out_r, out_J):
+    """Acceleration residual of one frame from current kinematics (see `contact_acceleration_residual`)."""
+    out_r[:] = pin.getFrameClassicalAcceleration(model, data, frame_id, LWA).linear
+    if offset is not None:
+        out_r += np.cross(pin.getFrameAcceleration(model, data, frame_id, LWA).angular, offset)
+    if not jacobians:
+        return
+    p = data.oMi[model.frames[frame_id].parentJoint].act(model.frames[frame_id].placement).translation
+    Jl = pin.getFrameJacobian(model, data, frame_id, LWA)[:3]
+    vel = pin.getFrameVelocity(model, data, frame_id, WORLD)
+    acc = pin.getFrameAcceleration(model, data, frame_id, WORLD)
+    om, al = vel.angular, acc.angular
+    pd = vel.linear + np.cross(om, p)
+    v_dq, a_dq, a_dv, a_da = pin.getFrameAccelerationDerivatives(model, data, frame_id, WORLD)
+    _, v_dv = pin.getFrameVelocityDerivatives(model, data, frame_id, WORLD)
+    S_p, S_om, S_pd = _skew(p), _skew(om), _skew(pd)
+    # dṗ = dv_o − [p]× dω + [ω]× dp,  dp = J_lin δq
+    pd_dq = v_dq[:3] - S_p @ v_dq[3:] + S_om @ Jl
+    # p̈ = a_o + α × p + ω × ṗ
+    out_J[:, :nv] = a_dq[:3] - S_p @ a_dq[3:] + _skew(al) @ Jl - S_pd @ v_dq[3:] + S_om @ pd_dq
+    out_J[:, nv:2 * nv] = a_dv[:3] - S_p @ a_dv[3:] - S_pd @ v_dv[3:] + S_om @ Jl
+    out_J[:, 2 * nv:] = Jl
+    if offset is not None:  # d(α × d) = −[d]× dα (WORLD angular rows)
+        S_d = _skew(offset)
+        out_J[:, :nv] -= S_d @ a_dq[3:]
+        out_J[:, nv:2 * nv] -= S_d @ a_dv[3:]
+        out_J[:, 2 * nv:] -= S_d @ a_da[3:]
+
+
 def contact_velocity_residual(model, data, frame_id, q, v, jacobians=True, offset=None):
     """r = J_lin(q) v (N, 3) [m/s]: velocity of the frame origin in world axes; J (N, 3, 3nv).
 
@@ -78,22 +127,7 @@ def contact_velocity_residual(model, data, frame_id, q, v, jacobians=True, offse
             pin.computeForwardKinematicsDerivatives(model, data, q[k], v[k], zero)
         else:
             pin.forwardKinematics(model, data, q[k], v[k])
-        vel = pin.getFrameVelocity(model, data, frame_id, LWA)
-        r[k] = vel.linear
-        if offset is not None:
-            r[k] += np.cross(vel.angular, offset)
-        if jacobians:
-            p = data.oMi[model.frames[frame_id].parentJoint].act(model.frames[frame_id].placement).translation
-            Jl = pin.getFrameJacobian(model, data, frame_id, LWA)[:3]
-            dv_dq, dv_dv = pin.getFrameVelocityDerivatives(model, data, frame_id, WORLD)
-            om = pin.getFrameVelocity(model, data, frame_id, WORLD).angular
-            S_p = _skew(p)
-            J[k, :, :nv] = dv_dq[:3] - S_p @ dv_dq[3:] + _skew(om) @ Jl
-            J[k, :, nv:2 * nv] = Jl
-            if offset is not None:  # d(ω × d) = −[d]× dω (WORLD angular rows)
-                S_d = _skew(offset)
-                J[k, :, :nv] -= S_d @ dv_dq[3:]
-                J[k, :, nv:2 * nv] -= S_d @ dv_dv[3:]
+        _velocity_at(model, data, frame_id, nv, jacobians, offset, r[k], None if J is None else J[k])
     return r, J
 
 
@@ -117,29 +151,28 @@ def contact_acceleration_residual(model, data, frame_id, q, v, a, jacobians=True
             pin.computeForwardKinematicsDerivatives(model, data, q[k], v[k], a[k])
         else:
             pin.forwardKinematics(model, data, q[k], v[k], a[k])
-        r[k] = pin.getFrameClassicalAcceleration(model, data, frame_id, LWA).linear
-        if jacobians:
-            p = data.oMi[model.frames[frame_id].parentJoint].act(model.frames[frame_id].placement).translation
-            Jl = pin.getFrameJacobian(model, data, frame_id, LWA)[:3]
-            vel = pin.getFrameVelocity(model, data, frame_id, WORLD)
-            acc = pin.getFrameAcceleration(model, data, frame_id, WORLD)
-            om, al = vel.angular, acc.angular
-            pd = vel.linear + np.cross(om, p)
-            v_dq, a_dq, a_dv, a_da = pin.getFrameAccelerationDerivatives(model, data, frame_id, WORLD)
-            _, v_dv = pin.getFrameVelocityDerivatives(model, data, frame_id, WORLD)
-            S_p, S_om, S_pd = _skew(p), _skew(om), _skew(pd)
-            # dṗ = dv_o − [p]× dω + [ω]× dp,  dp = J_lin δq
-            pd_dq = v_dq[:3] - S_p @ v_dq[3:] + S_om @ Jl
-            pd_dv = Jl
-            # p̈ = a_o + α × p + ω × ṗ
-            J[k, :, :nv] = a_dq[:3] - S_p @ a_dq[3:] + _skew(al) @ Jl - S_pd @ v_dq[3:] + S_om @ pd_dq
-            J[k, :, nv:2 * nv] = a_dv[:3] - S_p @ a_dv[3:] - S_pd @ v_dv[3:] + S_om @ pd_dv
-            J[k, :, 2 * nv:] = Jl
-            if offset is not None:  # d(α × d) = −[d]× dα (WORLD angular rows)
-                S_d = _skew(offset)
-                J[k, :, :nv] -= S_d @ a_dq[3:]
-                J[k, :, nv:2 * nv] -= S_d @ a_dv[3:]
-                J[k, :, 2 * nv:] -= S_d @ a_da[3:]
-        if offset is not None:
-            r[k] += np.cross(pin.getFrameAcceleration(model, data, frame_id, LWA).angular, offset)
+        _acceleration_at(model, data, frame_id, nv, jacobians, offset, r[k], None if J is None else J[k])
     return r, J
+
+
+def contact_motion_residuals(model, data, frame_ids, q, v, a, jacobians=True, offset=None):
+    """Velocity and acceleration residuals of several frames with ONE kinematics pass per knot.
+
+    Returns ``(rv, Jv, ra, Ja)`` with rv, ra (N, F, 3) and Jv, Ja (N, F, 3, 3nv) (None without
+    ``jacobians``): for each frame the same values as `contact_velocity_residual` and
+    `contact_acceleration_residual` (velocity derivatives do not depend on a).
+    """
+    q, v, a = _as_2d(q), _as_2d(v), _as_2d(a)
+    n, nv, nf = q.shape[0], model.nv, len(frame_ids)
+    rv, ra = np.empty((n, nf, 3)), np.empty((n, nf, 3))
+    Jv = np.zeros((n, nf, 3, 3 * nv)) if jacobians else None
+    Ja = np.zeros((n, nf, 3, 3 * nv)) if jacobians else None
+    for k in range(n):
+        if jacobians:
+            pin.computeForwardKinematicsDerivatives(model, data, q[k], v[k], a[k])
+        else:
+            pin.forwardKinematics(model, data, q[k], v[k], a[k])
+        for i, fid in enumerate(frame_ids):
+            _velocity_at(model, data, fid, nv, jacobians, offset, rv[k, i], None if Jv is None else Jv[k, i])
+            _acceleration_at(model, data, fid, nv, jacobians, offset, ra[k, i], None if Ja is None else Ja[k, i])
+    return rv, Jv, ra, Ja
