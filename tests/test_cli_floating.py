@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import numpy as np
@@ -28,8 +29,7 @@ def logs(tmp_path_factory):
     held = simulate_stance(b1, 0.6, 200, seed=2, noise=0.005, motion="sway", randomize=True, sway_amplitude=0.14)
     log = to_log(held)
     write_log(log, d / "held.parquet")
-    log.forces = {}
-    write_log(log, d / "held_noforces.parquet")
+    write_log(dataclasses.replace(log, forces={}), d / "held_noforces.parquet")
     return d
 
 

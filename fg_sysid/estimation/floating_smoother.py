@@ -437,6 +437,8 @@ class FloatingBaseSmoother(JointSmoother):
             noise.source["tau"] = f"re-estimated from inverse-dynamics residuals (round {rnd + 1})"
         if self.determined_std_ratio is not None:
             theta = self._shrink_weak_directions(x, theta, noise)
+        if self.determined_std_ratio is not None or self._hard_parameter_rows():
+            theta = self.layout_.to_theta(self._enforce_parameter_equalities(self.layout_.to_physical(theta)))
             x, _, _, hist = self._levenberg_marquardt(x, theta, noise, rounds + 1, freeze_theta=True)
             history += hist
         # stage 3: physically consistent parameters in the requested parameterization. Bodies whose raw
@@ -453,6 +455,7 @@ class FloatingBaseSmoother(JointSmoother):
             x, theta, converged, hist = self._levenberg_marquardt(x, theta, noise, rounds + 1,
                                                                   max_iterations=self.refine_iterations)
             history += hist
+            theta = self._consistent_with_equalities(theta)
         # stage 4: the constraints to tolerance at this θ (augmented Lagrangian on states and forces)
         viol = self.constraint_violations(x, theta)
         al_rounds = 0
@@ -534,6 +537,56 @@ class FloatingBaseSmoother(JointSmoother):
         self._log(f"{weak.shape[1]} of {D.size} inertial parameter directions weakly determined by the log "
                   f"(posterior/prior std > {self.determined_std_ratio:g}): kept at the prior mean")
         return theta
+
+    def _consistent_with_equalities(self, theta: np.ndarray) -> np.ndarray:
+        """Alternate projections onto the hard parameter equalities (linear in p) and the physically
+        consistent set until both hold."""
+        if not self._hard_parameter_rows():
+            return theta
+        for _ in range(100):
+            p_eq = self._enforce_parameter_equalities(self.layout_.to_physical(theta))
+            theta = self.layout_.to_theta_projected(p_eq, self._p_bar)[0]
+            if np.abs(self.layout_.to_physical(theta) - p_eq).max() < 1e-9 * max(np.abs(p_eq).max(), 1.0):
+                break
+        return theta
+
+    def _hard_parameter_rows(self) -> list[str]:
+        names = []
+        if self._total_mass is not None and self.total_mass_std <= 0:
+            names.append("total_mass")
+        if self._symmetry is not None and self.symmetry_std <= 0:
+            names.append("symmetry")
+        return names
+
+    def _enforce_parameter_equalities(self, p: np.ndarray) -> np.ndarray:
+        """Project p onto the hard parameter equalities A p = b (total mass Σ m_b = M; symmetry
+        p_left − R p_right = 0), both linear in the physical parameters, in the metric of the prior
+        variances: p − W Aᵀ (A W Aᵀ)⁻¹ (A p − b)."""
+        hard = self._hard_parameter_rows()
+        if not hard:
+            return p
+        lay = self.layout_
+        rows, rhs = [], []
+        if "total_mass" in hard:
+            a = np.zeros(lay.n)
+            a[np.arange(lay.s_inertial.start, lay.s_inertial.stop, 10)] = 1.0
+            rows.append(a[None])
+            rhs.append([self._total_mass])
+        if "symmetry" in hard:
+            A = self._symmetry.matrix(lay)
+            rows.append(A)
+            rhs.append(np.zeros(A.shape[0]))
+        A, b = np.vstack(rows), np.concatenate(rhs)
+        w = getattr(self, "_eq_weights", None)
+        if w is None:  # prior variances in physical units, from the raw layout (diagonal dp/dθ)
+            raw = ParameterLayout.create(self.robot, "raw", self.friction, self.friction_velocity_scale,
+                                         fit_friction=self.fit_friction, fit_armature=self.fit_armature)
+            _, std = raw.prior(self.prior_relative, mean_physical=self._p_bar)
+            w = (np.abs(np.diag(raw.jacobian(raw.to_theta(self._p_bar)))) * std) ** 2
+            w = self._eq_weights = np.maximum(w, 1e-12 * max(w.max(), 1e-300))
+        AW = A * w[None, :]
+        lam = np.linalg.lstsq(AW @ A.T, A @ p - b, rcond=None)[0]
+        return p - AW.T @ lam
 
     def _use_parameterization(self, inertia: str, p_now: np.ndarray) -> np.ndarray:
         """Switch the layout (and the ID evaluator, prior, parameter rows) to ``inertia``; θ of ``p_now``
@@ -704,8 +757,12 @@ class FloatingBaseSmoother(JointSmoother):
         """Per-interval whitening of the integration residual with the process noise projected onto the
         stance-contact null space by N(q_k) (eqs. 36–37), evaluated at the current trajectory and
         θ and then held fixed (like a noise model)."""
-        from ..factors.process_noise import contact_jacobian, dynamically_consistent_projector, \
-            projected_noise_whitener
+        from ..factors.process_noise import (
+            block_projector,
+            contact_jacobian,
+            dynamically_consistent_projector,
+            projected_noise_whitener,
+        )
 
         q = x[0]
         model = self.robot.pinocchio_model_with(self.layout_.split(self.layout_.to_physical(theta))[0])
@@ -720,7 +777,7 @@ class FloatingBaseSmoother(JointSmoother):
                 P = dynamically_consistent_projector(M, Jc)
             else:
                 P = np.eye(model.nv)
-            W.append(projected_noise_whitener(P, self._proc_q, self._proc_v, 1e-3 * min(self._proc_q.min(),
+            W.append(projected_noise_whitener(block_projector(P), self._proc_q, self._proc_v, 1e-3 * min(self._proc_q.min(),
                                                                                             self._proc_v.min())))
         return np.array(W)
 
@@ -764,7 +821,9 @@ class FloatingBaseSmoother(JointSmoother):
                 break
             x_new = self._retract(x, step.dx)
             theta_new = theta + step.dtheta
-            new_cost = self._linearize(x_new, theta_new, noise, jacobians=False, freeze_theta=freeze_theta).cost()
+            with np.errstate(over="ignore", invalid="ignore"):  # a wild trial step is simply rejected
+                new_cost = self._linearize(x_new, theta_new, noise, jacobians=False,
+                                           freeze_theta=freeze_theta).cost()
             rho = (cost - new_cost) / pred if np.isfinite(new_cost) else -np.inf
             if rho <= 0:
                 lam, nu = lam * nu, nu * 2
