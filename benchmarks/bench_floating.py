@@ -58,10 +58,19 @@ def run(robot_name: str, sigma: float, args) -> dict:
     robot = load_robot(robot_name)
     drawn = draw_truth(robot, args.seed)
     common = dict(inertial=drawn["inertial"], friction=(drawn["fc"], drawn["fv"]), armature=drawn["armature"])
-    train = simulate_stance(robot, args.duration, args.rate, seed=args.seed, noise=sigma, motion=args.motion,
-                            **common)
-    held = simulate_stance(robot, args.heldout_duration, args.rate, seed=args.seed + 1000, noise=sigma,
-                           motion=args.heldout_motion, sway_amplitude=args.heldout_amplitude, **common)
+    train = simulate_stance(
+        robot, args.duration, args.rate, seed=args.seed, noise=sigma, motion=args.motion, **common
+    )
+    held = simulate_stance(
+        robot,
+        args.heldout_duration,
+        args.rate,
+        seed=args.seed + 1000,
+        noise=sigma,
+        motion=args.heldout_motion,
+        sway_amplitude=args.heldout_amplitude,
+        **common,
+    )
     log_train, log_held = to_log(train), to_log(held)
     p_true = truth_vector(robot, train.truth)
     radius = float(train.truth["foot_radius"])
@@ -69,8 +78,15 @@ def run(robot_name: str, sigma: float, args) -> dict:
     m_true = float(drawn["inertial"][:, 0].sum())
 
     def heldout(model, window_s):
-        return floating_heldout_report(model, robot, log_held, window_s=window_s, contact_frames=feet,
-                                       contact_radius=radius, mode="forces")["overall"]
+        return floating_heldout_report(
+            model,
+            robot,
+            log_held,
+            window_s=window_s,
+            contact_frames=feet,
+            contact_radius=radius,
+            mode="forces",
+        )["overall"]
 
     # the held-out accelerations come from a Savitzky–Golay filter of the held-out log; its window is the
     # one (of a grid) that gives the TRUE parameters the smallest error, used for every method
@@ -81,11 +97,16 @@ def run(robot_name: str, sigma: float, args) -> dict:
     row["nominal"] = heldout(nominal_model(robot), window)
     # decoupled baseline
     t0 = time.perf_counter()
-    base = DecoupledFloatingBaseLS().fit(full_configuration(log_train, robot), log_train.t,
-                                         np.asarray(log_train.tau), log_train.contacts, robot)
+    base = DecoupledFloatingBaseLS().fit(
+        full_configuration(log_train, robot),
+        log_train.t,
+        np.asarray(log_train.tau),
+        log_train.contacts,
+        robot,
+    )
     row["decoupled_seconds"] = time.perf_counter() - t0
     row["decoupled"] = heldout(base.result_.estimate, window)
-    row["decoupled_mass_error"] = float(base.result_.estimate[:10 * robot.n_bodies:10].sum() / m_true - 1)
+    row["decoupled_mass_error"] = float(base.result_.estimate[: 10 * robot.n_bodies : 10].sum() / m_true - 1)
     # joint smoother (no force measurements: the identification uses encoders, IMU, base pose, efforts)
     kw = dict(knot_stride=args.stride, contact_radius=radius, use_forces=False, verbose=args.verbose)
     kw.update(args.smoother_kwargs)
@@ -100,12 +121,18 @@ def run(robot_name: str, sigma: float, args) -> dict:
     row["smoother"] = heldout(res, window)
     row["smoother_mass_error"] = float(fb["total_mass_estimate"] / m_true - 1)
     ang, pos = orientation_errors(train.q_pin[sm._idx], sm.state_["q"])
-    row.update(orientation_max_deg=float(ang.max()), orientation_rms_deg=float(np.sqrt(np.mean(ang ** 2))),
-               position_max_m=float(pos.max()), position_rms_m=float(np.sqrt(np.mean(pos ** 2))))
+    row.update(
+        orientation_max_deg=float(ang.max()),
+        orientation_rms_deg=float(np.sqrt(np.mean(ang**2))),
+        position_max_m=float(pos.max()),
+        position_rms_m=float(np.sqrt(np.mean(pos**2))),
+    )
     row["constraint_residual_max"] = fb["constraint_residual_max"]
     row["knots"] = res.knots
     row["iterations"] = len(res.history)
-    row["seconds_per_iteration"] = float(np.mean([h["seconds"] for h in res.history])) if res.history else None
+    row["seconds_per_iteration"] = (
+        float(np.mean([h["seconds"] for h in res.history])) if res.history else None
+    )
     row["projected_bodies"] = len(getattr(sm, "projected_bodies_", []))
     for k in ("nominal", "decoupled", "smoother"):
         row[f"{k}_over_floor"] = row[k] / row["floor"]
@@ -125,7 +152,9 @@ def main():
     ap.add_argument("--heldout-amplitude", type=float, default=0.14)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--known-mass", action="store_true", help="give the smoother the true total mass (hard)")
-    ap.add_argument("--smoother", default="", help="extra FloatingBaseSmoother kwargs, e.g. \"constraints='soft'\"")
+    ap.add_argument(
+        "--smoother", default="", help="extra FloatingBaseSmoother kwargs, e.g. \"constraints='soft'\""
+    )
     ap.add_argument("--tag", default="")
     ap.add_argument("--verbose", action="store_true")
     args = ap.parse_args()
@@ -134,18 +163,24 @@ def main():
     for s in args.noise:
         row = run(args.robot, s, args)
         rows.append(row)
-        print(f"σ={s:g}: floor {row['floor']:.4f} | nominal {row['nominal']:.4f} ({row['nominal_over_floor']:.2f}x)"
-              f" | decoupled {row['decoupled']:.4f} ({row['decoupled_over_floor']:.2f}x, mass "
-              f"{100 * row['decoupled_mass_error']:+.2f} %) | smoother {row['smoother']:.4f} "
-              f"({row['smoother_over_floor']:.2f}x, mass {100 * row['smoother_mass_error']:+.2f} %, "
-              f"orientation max {row['orientation_max_deg']:.3f}°, position max {1e3 * row['position_max_m']:.2f} mm, "
-              f"constraints max {max(row['constraint_residual_max'].values()):.1e}, "
-              f"{row['smoother_seconds']:.0f} s, {row['iterations']} it, "
-              f"{row['seconds_per_iteration']:.3f} s/it, {row['knots']} knots)", flush=True)
+        print(
+            f"σ={s:g}: floor {row['floor']:.4f} | nominal {row['nominal']:.4f} "
+            f"({row['nominal_over_floor']:.2f}x)"
+            f" | decoupled {row['decoupled']:.4f} ({row['decoupled_over_floor']:.2f}x, mass "
+            f"{100 * row['decoupled_mass_error']:+.2f} %) | smoother {row['smoother']:.4f} "
+            f"({row['smoother_over_floor']:.2f}x, mass {100 * row['smoother_mass_error']:+.2f} %, "
+            f"orientation max {row['orientation_max_deg']:.3f}°, "
+            f"position max {1e3 * row['position_max_m']:.2f} mm, "
+            f"constraints max {max(row['constraint_residual_max'].values()):.1e}, "
+            f"{row['smoother_seconds']:.0f} s, {row['iterations']} it, "
+            f"{row['seconds_per_iteration']:.3f} s/it, {row['knots']} knots)",
+            flush=True,
+        )
     OUT.mkdir(exist_ok=True)
     name = f"floating_{args.robot}_{args.motion}{('_' + args.tag) if args.tag else ''}.json"
-    (OUT / name).write_text(json.dumps({"args": {k: v for k, v in vars(args).items()}, "rows": rows}, indent=1,
-                                       default=float))
+    (OUT / name).write_text(
+        json.dumps({"args": {k: v for k, v in vars(args).items()}, "rows": rows}, indent=1, default=float)
+    )
     print(f"wrote {OUT / name}")
 
 

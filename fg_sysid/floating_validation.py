@@ -66,8 +66,13 @@ def coordinate_names(robot: RobotModel) -> list[str]:
 
 
 # ---------------------------------------------------------------------------------------------- states
-def floating_states(log: Log, robot: RobotModel, window_s: float | None = None, polyorder: int | None = None,
-                    return_info: bool = False):
+def floating_states(
+    log: Log,
+    robot: RobotModel,
+    window_s: float | None = None,
+    polyorder: int | None = None,
+    return_info: bool = False,
+):
     """``(rows, q, v, a)``: Pinocchio full states of the log's samples ``rows`` (``+ (info,)`` with
     ``return_info``).
 
@@ -90,8 +95,10 @@ def floating_states(log: Log, robot: RobotModel, window_s: float | None = None, 
     if log.base_quat is None:
         missing += ["base.quat.w", "base.quat.x", "base.quat.y", "base.quat.z"]
     if missing:
-        raise ValueError(f"log {log.source!r} has no base pose (missing columns {', '.join(missing)}): "
-                         f"floating-base prediction of robot {robot.name!r} needs it")
+        raise ValueError(
+            f"log {log.source!r} has no base pose (missing columns {', '.join(missing)}): "
+            f"floating-base prediction of robot {robot.name!r} needs it"
+        )
     window_s = DEFAULT_SG_WINDOW_S if window_s is None else float(window_s)
     polyorder = DEFAULT_SG_POLYORDER if polyorder is None else int(polyorder)
     if not (math.isfinite(window_s) and window_s > 0):
@@ -102,13 +109,20 @@ def floating_states(log: Log, robot: RobotModel, window_s: float | None = None, 
     dts = np.diff(t)
     dt = float(np.median(dts))
     if not np.all(np.abs(dts - dt) <= 0.01 * dt):
-        raise ValueError(f"log {log.source!r}: the clock is not uniform (steps from {dts.min():.4g} to "
-                         f"{dts.max():.4g} s); resample it first")
+        raise ValueError(
+            f"log {log.source!r}: the clock is not uniform (steps from {dts.min():.4g} to "
+            f"{dts.max():.4g} s); resample it first"
+        )
     w = _odd_window(window_s, dt, polyorder, t.size)
     q_full = full_configuration(log, robot)
     rows, q, v, a = manifold_sg_states(robot.model, q_full, dt, w, polyorder)
-    info = {"window": int(w), "window_s": float(w * dt), "polyorder": polyorder, "dt": dt,
-            "velocity": "SG first derivative on the configuration manifold"}
+    info = {
+        "window": int(w),
+        "window_s": float(w * dt),
+        "polyorder": polyorder,
+        "dt": dt,
+        "velocity": "SG first derivative on the configuration manifold",
+    }
     return (rows, q, v, a, info) if return_info else (rows, q, v, a)
 
 
@@ -117,8 +131,10 @@ def _physical_id(robot: RobotModel, p: np.ndarray, q, v, a, vs: float) -> np.nda
     n, nb10 = robot.n_joints, 10 * robot.n_bodies
     p = np.asarray(p, float).ravel()
     if p.size != nb10 + 3 * n:
-        raise ValueError(f"parameter vector has {p.size} entries; robot {robot.name!r} needs {nb10 + 3 * n} "
-                         "(inertial per body incl. the base, (fc, fv) per joint, armature per joint)")
+        raise ValueError(
+            f"parameter vector has {p.size} entries; robot {robot.name!r} needs {nb10 + 3 * n} "
+            "(inertial per body incl. the base, (fc, fv) per joint, armature per joint)"
+        )
     model = robot.pinocchio_model_with(p[:nb10].reshape(robot.n_bodies, 10))
     model.armature[:] = 0.0  # added explicitly below (Pinocchio >= 3 would add its own inside rnea)
     data = model.createData()
@@ -126,7 +142,7 @@ def _physical_id(robot: RobotModel, p: np.ndarray, q, v, a, vs: float) -> np.nda
     for k in range(q.shape[0]):
         out[k] = pin.rnea(model, data, q[k], v[k], a[k])
     iv = robot.joint_index_v()
-    fc, fv, arm = p[nb10:nb10 + 2 * n:2], p[nb10 + 1:nb10 + 2 * n:2], p[nb10 + 2 * n:]
+    fc, fv, arm = p[nb10 : nb10 + 2 * n : 2], p[nb10 + 1 : nb10 + 2 * n : 2], p[nb10 + 2 * n :]
     vj, aj = v[:, iv], a[:, iv]
     out[:, iv] += arm * aj + fc * np.tanh(vj / vs) + fv * vj
     return out
@@ -138,8 +154,9 @@ def _layout_id(layout, theta, q, v, a) -> np.ndarray:
     return InverseDynamicsResidual(layout).predict(q, v, a, np.asarray(theta, float))
 
 
-def floating_inverse_dynamics(model, robot: RobotModel, q: np.ndarray, v: np.ndarray, a: np.ndarray,
-                              velocity_scale: float | None = None) -> np.ndarray:
+def floating_inverse_dynamics(
+    model, robot: RobotModel, q: np.ndarray, v: np.ndarray, a: np.ndarray, velocity_scale: float | None = None
+) -> np.ndarray:
     """``ID(q, v, a; p)`` (N, nv): full generalized forces of the model without contacts [N | N·m].
 
     ``q`` (N, nq), ``v``/``a`` (N, nv) Pinocchio full states. ``model`` as for `validation.predict_efforts`:
@@ -157,10 +174,15 @@ def floating_inverse_dynamics(model, robot: RobotModel, q: np.ndarray, v: np.nda
     q = np.atleast_2d(np.asarray(q, float))
     v = np.atleast_2d(np.asarray(v, float))
     a = np.atleast_2d(np.asarray(a, float))
-    if q.shape[1] != robot.nq or v.shape[1] != robot.nv or a.shape[1] != robot.nv or not (
-            q.shape[0] == v.shape[0] == a.shape[0]):
-        raise ValueError(f"q (N, {robot.nq}), v and a (N, {robot.nv}) expected; got {q.shape}, {v.shape}, "
-                         f"{a.shape}")
+    if (
+        q.shape[1] != robot.nq
+        or v.shape[1] != robot.nv
+        or a.shape[1] != robot.nv
+        or not (q.shape[0] == v.shape[0] == a.shape[0])
+    ):
+        raise ValueError(
+            f"q (N, {robot.nq}), v and a (N, {robot.nv}) expected; got {q.shape}, {v.shape}, {a.shape}"
+        )
     vs_given = DEFAULT_VELOCITY_SCALE if velocity_scale is None else float(velocity_scale)
     if isinstance(model, IdentificationResult):
         layout = model.layout
@@ -174,8 +196,9 @@ def floating_inverse_dynamics(model, robot: RobotModel, q: np.ndarray, v: np.nda
     spec = model if isinstance(model, dict) else load_model(model)
     lay = spec["layout"]
     if list(spec["robot"]["joints"]) != list(robot.joint_names):
-        raise ValueError(f"model joints {spec['robot']['joints']} differ from robot joints "
-                         f"{list(robot.joint_names)}")
+        raise ValueError(
+            f"model joints {spec['robot']['joints']} differ from robot joints {list(robot.joint_names)}"
+        )
     p = _physical_vector(spec)
     vs = float(lay.get("friction_velocity_scale") or vs_given)
     if lay["friction_model"] == "coulomb-viscous":
@@ -196,8 +219,9 @@ def _frame_ids(robot: RobotModel, frame_names) -> list[int]:
     return ids
 
 
-def _contact_jacobians(model: pin.Model, data: pin.Data, q: np.ndarray, fids: list[int],
-                       radius: float) -> list[np.ndarray]:
+def _contact_jacobians(
+    model: pin.Model, data: pin.Data, q: np.ndarray, fids: list[int], radius: float
+) -> list[np.ndarray]:
     """Per frame, the 3 x nv world-aligned linear Jacobian of the contact point ``o_f − radius ẑ``."""
     pin.computeJointJacobians(model, data, q)
     pin.updateFramePlacements(model, data)
@@ -210,8 +234,9 @@ def _contact_jacobians(model: pin.Model, data: pin.Data, q: np.ndarray, fids: li
     return out
 
 
-def contact_generalized_forces(robot: RobotModel, q: np.ndarray, forces_world, frame_names,
-                               contact_radius: float = 0.0) -> np.ndarray:
+def contact_generalized_forces(
+    robot: RobotModel, q: np.ndarray, forces_world, frame_names, contact_radius: float = 0.0
+) -> np.ndarray:
     """``Σ_f J_fᵀ f_f`` (N, nv): generalized forces of world point forces at the contact points.
 
     ``forces_world``: (N, n_frames, 3) array or a list/tuple of (N, 3) arrays in ``frame_names`` order
@@ -238,9 +263,18 @@ def contact_generalized_forces(robot: RobotModel, q: np.ndarray, forces_world, f
     return out
 
 
-def predict_floating_efforts(model, robot: RobotModel, q: np.ndarray, v: np.ndarray, a: np.ndarray,
-                             forces_world=None, frame_names=(), contact_radius: float = 0.0,
-                             velocity_scale: float | None = None, full: bool = False) -> np.ndarray:
+def predict_floating_efforts(
+    model,
+    robot: RobotModel,
+    q: np.ndarray,
+    v: np.ndarray,
+    a: np.ndarray,
+    forces_world=None,
+    frame_names=(),
+    contact_radius: float = 0.0,
+    velocity_scale: float | None = None,
+    full: bool = False,
+) -> np.ndarray:
     """Joint efforts (N, n_joints) ``Sᵀ [ID(q, v, a; p) − Σ_f J_fᵀ f_f]`` [N·m | N].
 
     ``model``: see `floating_inverse_dynamics`; ``forces_world``/``frame_names``/``contact_radius``: see
@@ -275,8 +309,7 @@ class ContactConsistentError:
     n_stance: np.ndarray
 
 
-def contact_null_spaces(robot: RobotModel, q: np.ndarray, contact, frame_names,
-                        contact_radius: float = 0.0):
+def contact_null_spaces(robot: RobotModel, q: np.ndarray, contact, frame_names, contact_radius: float = 0.0):
     """Per sample, ``(N_k, rank_k)``: orthonormal basis of the null space of the stacked stance-contact
     Jacobian (contact points ``o_f − contact_radius·ẑ``), ``N_kᵀ J_c,kᵀ = 0``. ``contact`` (n, n_frames)
     bool. With radius 0 this is `floating_baseline.contact_null_space`."""
@@ -300,8 +333,15 @@ def contact_null_spaces(robot: RobotModel, q: np.ndarray, contact, frame_names,
     return out
 
 
-def contact_consistent_error(id_full: np.ndarray, tau_joints: np.ndarray, robot: RobotModel, q: np.ndarray,
-                             contact, frame_names, contact_radius: float = 0.0) -> ContactConsistentError:
+def contact_consistent_error(
+    id_full: np.ndarray,
+    tau_joints: np.ndarray,
+    robot: RobotModel,
+    q: np.ndarray,
+    contact,
+    frame_names,
+    contact_radius: float = 0.0,
+) -> ContactConsistentError:
     """Effort error of a model in the contact-consistent subspace (no contact forces needed).
 
     Per sample k: measured generalized forces ``S τ̂_k = [0_6; τ̂_joints]``, model ``ID_k`` =
@@ -320,8 +360,10 @@ def contact_consistent_error(id_full: np.ndarray, tau_joints: np.ndarray, robot:
     tau = np.atleast_2d(np.asarray(tau_joints, float))
     n = id_full.shape[0]
     if id_full.shape != (n, robot.nv) or tau.shape != (n, robot.n_joints):
-        raise ValueError(f"id_full (n, {robot.nv}) and tau_joints (n, {robot.n_joints}) expected, got "
-                         f"{id_full.shape} and {tau.shape}")
+        raise ValueError(
+            f"id_full (n, {robot.nv}) and tau_joints (n, {robot.n_joints}) expected, got "
+            f"{id_full.shape} and {tau.shape}"
+        )
     bad = [j for j, m in zip(robot.joint_names, np.all(np.isfinite(tau), axis=0), strict=True) if not m]
     if bad:
         raise ValueError(f"the contact-consistent error needs every joint's effort; not measured: {bad}")
@@ -336,14 +378,19 @@ def contact_consistent_error(id_full: np.ndarray, tau_joints: np.ndarray, robot:
         res[k] = Nk @ (Nk.T @ r[k])
         ref[k] = Nk @ (Nk.T @ Stau[k])
         ranks[k] = rk
-    den = float(np.sqrt(np.sum(ref ** 2)))
+    den = float(np.sqrt(np.sum(ref**2)))
     if den == 0.0:
         raise ValueError("the measured efforts have no component in the contact-consistent subspace")
     with np.errstate(invalid="ignore", divide="ignore"):
-        per = np.sqrt(np.sum(res ** 2, axis=0)) / np.sqrt(np.sum(ref ** 2, axis=0))
+        per = np.sqrt(np.sum(res**2, axis=0)) / np.sqrt(np.sum(ref**2, axis=0))
     return ContactConsistentError(
-        relative_error=float(np.sqrt(np.sum(res ** 2)) / den), residual=res, reference=ref,
-        per_coordinate=per, rank=ranks, n_stance=C.sum(axis=1).astype(int))
+        relative_error=float(np.sqrt(np.sum(res**2)) / den),
+        residual=res,
+        reference=ref,
+        per_coordinate=per,
+        rank=ranks,
+        n_stance=C.sum(axis=1).astype(int),
+    )
 
 
 # ---------------------------------------------------------------------------------------------- report
@@ -352,8 +399,10 @@ def _contact_frames(log: Log, contact_frames) -> list[str]:
         return list(contact_frames)
     frames = list(log.contacts) or list(log.forces)
     if not frames:
-        raise ValueError(f"log {log.source!r} has no contact.<frame> or force.<frame>.* columns and the model "
-                         "names no contact_frames: cannot tell which feet touch the ground")
+        raise ValueError(
+            f"log {log.source!r} has no contact.<frame> or force.<frame>.* columns and the model "
+            "names no contact_frames: cannot tell which feet touch the ground"
+        )
     return frames
 
 
@@ -365,9 +414,17 @@ def _measured_force(log: Log, frame: str) -> np.ndarray | None:
     return F if np.all(np.isfinite(F)) else None
 
 
-def floating_heldout_report(model, robot: RobotModel, log: Log, window_s: float | None = None,
-                            polyorder: int | None = None, contact_frames=None, contact_radius: float | None = None,
-                            velocity_scale: float | None = None, mode: str | None = None) -> dict:
+def floating_heldout_report(
+    model,
+    robot: RobotModel,
+    log: Log,
+    window_s: float | None = None,
+    polyorder: int | None = None,
+    contact_frames=None,
+    contact_radius: float | None = None,
+    velocity_scale: float | None = None,
+    mode: str | None = None,
+) -> dict:
     """Held-out prediction of a floating-base model on ``log`` and its errors.
 
     ``model``: see `floating_inverse_dynamics` (a model.json dict / directory supplies ``contact_frames``,
@@ -414,15 +471,28 @@ def floating_heldout_report(model, robot: RobotModel, log: Log, window_s: float 
     auto = "forces" if all(f in forces for f in stance) else "contact-consistent"
     mode = mode or auto
     if mode == "forces" and auto != "forces":
-        raise ValueError(f"log {log.source!r} lacks measured force.<frame>.x|y|z for stance foot/feet "
-                         f"{[f for f in stance if f not in forces]}")
+        raise ValueError(
+            f"log {log.source!r} lacks measured force.<frame>.x|y|z for stance foot/feet "
+            f"{[f for f in stance if f not in forces]}"
+        )
     tau_meas = np.asarray(log.tau, float)[rows]
     G = floating_inverse_dynamics(model, robot, q, v, a, velocity_scale)
     iv = robot.joint_index_v()
-    out = {"mode": mode, "rows": rows, "t": np.asarray(log.t, float)[rows], "n_samples": int(rows.size),
-           "frames": frames, "contact_radius": radius, "filter": info, "joints": list(robot.joint_names),
-           "tau": None, "per_joint": {}, "overall": float("nan"), "base_wrench_rms": float("nan"),
-           "projection": None}
+    out = {
+        "mode": mode,
+        "rows": rows,
+        "t": np.asarray(log.t, float)[rows],
+        "n_samples": int(rows.size),
+        "frames": frames,
+        "contact_radius": radius,
+        "filter": info,
+        "joints": list(robot.joint_names),
+        "tau": None,
+        "per_joint": {},
+        "overall": float("nan"),
+        "base_wrench_rms": float("nan"),
+        "projection": None,
+    }
     if mode == "forces":
         fr = list(forces)
         Gc = G - contact_generalized_forces(robot, q, [forces[f] for f in fr], fr, radius)
@@ -435,16 +505,21 @@ def floating_heldout_report(model, robot: RobotModel, log: Log, window_s: float 
             out["per_joint"] = {j: float(x) for j, x in zip(robot.joint_names, per, strict=True)}
             out["overall"] = float(relative_rmse(tau, tau_meas))
         return out
-    missing_tau = [j for j, m in zip(robot.joint_names, np.all(np.isfinite(tau_meas), axis=0), strict=True)
-                   if not m]
+    missing_tau = [
+        j for j, m in zip(robot.joint_names, np.all(np.isfinite(tau_meas), axis=0), strict=True) if not m
+    ]
     if missing_tau:
-        raise ValueError(f"log {log.source!r} has no measured force.<frame>.x|y|z for stance foot/feet "
-                         f"{[f for f in stance if f not in forces]} and no measured efforts for {missing_tau}: "
-                         "the contact-consistent error needs every joint's effort")
+        raise ValueError(
+            f"log {log.source!r} has no measured force.<frame>.x|y|z for stance foot/feet "
+            f"{[f for f in stance if f not in forces]} and no measured efforts for {missing_tau}: "
+            "the contact-consistent error needs every joint's effort"
+        )
     no_flags = [f for f in frames if f not in log.contacts]
     if no_flags:
-        raise ValueError(f"log {log.source!r} has neither contact.<frame> flags nor measured "
-                         f"force.<frame>.x|y|z for {no_flags}: no contact-consistent error possible")
+        raise ValueError(
+            f"log {log.source!r} has neither contact.<frame> flags nor measured "
+            f"force.<frame>.x|y|z for {no_flags}: no contact-consistent error possible"
+        )
     C = np.stack([flags[f] for f in frames], axis=1)
     proj = contact_consistent_error(G, tau_meas, robot, q, C, frames, radius)
     names = coordinate_names(robot)
@@ -456,7 +531,15 @@ def floating_heldout_report(model, robot: RobotModel, log: Log, window_s: float 
 
 
 __all__ = [
-    "BASE_COORDINATES", "ContactConsistentError", "MODES", "contact_consistent_error", "contact_generalized_forces",
-    "contact_null_spaces", "coordinate_names", "floating_heldout_report", "floating_inverse_dynamics",
-    "floating_states", "predict_floating_efforts",
+    "BASE_COORDINATES",
+    "ContactConsistentError",
+    "MODES",
+    "contact_consistent_error",
+    "contact_generalized_forces",
+    "contact_null_spaces",
+    "coordinate_names",
+    "floating_heldout_report",
+    "floating_inverse_dynamics",
+    "floating_states",
+    "predict_floating_efforts",
 ]

@@ -26,7 +26,9 @@ def logs(tmp_path_factory):
     d = tmp_path_factory.mktemp("b1")
     train = simulate_stance(b1, 0.6, 200, seed=2, noise=0.005, motion="sway", randomize=True)
     write_log(to_log(train), d / "train.parquet")
-    held = simulate_stance(b1, 0.6, 200, seed=2, noise=0.005, motion="sway", randomize=True, sway_amplitude=0.14)
+    held = simulate_stance(
+        b1, 0.6, 200, seed=2, noise=0.005, motion="sway", randomize=True, sway_amplitude=0.14
+    )
     log = to_log(held)
     write_log(log, d / "held.parquet")
     write_log(dataclasses.replace(log, forces={}), d / "held_noforces.parquet")
@@ -36,8 +38,18 @@ def logs(tmp_path_factory):
 @pytest.fixture(scope="module")
 def identified(logs):
     out = logs / "id"
-    r = invoke("identify", logs / "train.parquet", "--robot", "b1", "--out", out, "--knot-stride", 2,
-               "--no-use-forces", "--quiet")
+    r = invoke(
+        "identify",
+        logs / "train.parquet",
+        "--robot",
+        "b1",
+        "--out",
+        out,
+        "--knot-stride",
+        2,
+        "--no-use-forces",
+        "--quiet",
+    )
     assert r.exit_code == 0, r.output
     return out, r.output
 
@@ -48,8 +60,12 @@ def test_identify_floating_writes_outputs_and_constraints(identified):
     s = json.loads((out / "summary.json").read_text())
     c = s["constraints"]
     assert c["satisfied"] and c["tolerance"] == 1e-6
-    for k in ("contact_position_max_m", "contact_velocity_max_m_per_s", "contact_acceleration_max_m_per_s2",
-              "inverse_dynamics_base_rows_max"):
+    for k in (
+        "contact_position_max_m",
+        "contact_velocity_max_m_per_s",
+        "contact_acceleration_max_m_per_s2",
+        "inverse_dynamics_base_rows_max",
+    ):
         assert 0 <= c[k] <= 1e-6
     assert s["floating_base"]["contact_frames"] == ["FL_foot", "FR_foot", "RL_foot", "RR_foot"]
     m = json.loads((out / "model.json").read_text())
@@ -78,15 +94,26 @@ def test_predict_floating_with_and_without_forces(identified, logs, tmp_path):
 
 
 def test_identify_floating_decoupled_baseline(logs, tmp_path):
-    r = invoke("identify", logs / "train.parquet", "--robot", "b1", "--out", tmp_path / "ls", "--method", "ls-sg",
-               "--quiet")
+    r = invoke(
+        "identify",
+        logs / "train.parquet",
+        "--robot",
+        "b1",
+        "--out",
+        tmp_path / "ls",
+        "--method",
+        "ls-sg",
+        "--quiet",
+    )
     assert r.exit_code == 0, r.output
     s = json.loads((tmp_path / "ls" / "summary.json").read_text())
     assert s["method"] == "ls-sg" and s["rank"] > 0
 
 
 def test_identify_floating_bad_options(logs, tmp_path):
-    r = invoke("identify", logs / "train.parquet", "--robot", "b1", "--out", tmp_path / "x", "--total-mass", -3)
+    r = invoke(
+        "identify", logs / "train.parquet", "--robot", "b1", "--out", tmp_path / "x", "--total-mass", -3
+    )
     assert r.exit_code == 2 and "total-mass" in r.output
     assert not (tmp_path / "x").exists()
 
@@ -96,6 +123,12 @@ def test_demo_b1_quick(tmp_path):
     r = invoke("demo", "--robot", "b1", "--quick", "--out", out, "--quiet")
     assert r.exit_code == 0, r.output
     assert "true parameters (floor)" in r.output and "total mass error" in r.output
-    for f in ("report.md", "heldout_efforts.png", "identify/summary.json", "identify-ls-sg/summary.json",
-              "train/log.parquet", "heldout/truth.json"):
+    for f in (
+        "report.md",
+        "heldout_efforts.png",
+        "identify/summary.json",
+        "identify-ls-sg/summary.json",
+        "train/log.parquet",
+        "heldout/truth.json",
+    ):
         assert (out / f).exists(), f

@@ -133,7 +133,8 @@ def test_rolling_offset_jacobians_and_material_point_velocity(setup):
         fr = model.frames[fid]
         local = data.oMf[fid].rotation.T @ d
         pl = fr.placement * pin.SE3(np.eye(3), local)
-        fid2 = m2.addFrame(pin.Frame("contact_point", fr.parentJoint, fr.parentFrame, pl, pin.FrameType.OP_FRAME))
+        fid2 = m2.addFrame(pin.Frame("contact_point", fr.parentJoint, fr.parentFrame, pl,
+                                     pin.FrameType.OP_FRAME))
         d2 = m2.createData()
         pin.forwardKinematics(m2, d2, q[k], v[k])
         np.testing.assert_allclose(rv[k], pin.getFrameVelocity(m2, d2, fid2, pin.LOCAL_WORLD_ALIGNED).linear,

@@ -186,7 +186,8 @@ def test_floating_states_need_base_pose(b1, sim):
 
 def test_report_modes_on_sg_states(b1, sim):
     log = to_log(sim.s)
-    rep = floating_heldout_report(sim.p_true, b1, log, window_s=0.02, contact_radius=RADIUS, velocity_scale=VS)
+    rep = floating_heldout_report(sim.p_true, b1, log, window_s=0.02, contact_radius=RADIUS,
+                                  velocity_scale=VS)
     assert rep["mode"] == "forces" and rep["n_samples"] == log.n_samples - 20
     assert rep["overall"] < TRUE_MAX  # measured 0.0006 on SG states of the noise-free log
     assert set(rep["per_joint"]) == set(b1.joint_names)

@@ -39,8 +39,9 @@ def test_id_contact_jacobians_match_central_differences(b1, radius):
     for i in range(sm.nx):
         d = np.zeros((n, sm.nx))
         d[:, i] = eps
-        num[:, :, i] = (f(*sm._retract((q, v, a, lam), d), theta)
-                        - f(*sm._retract((q, v, a, lam), -d), theta)) / (2 * eps)
+        num[:, :, i] = (
+            f(*sm._retract((q, v, a, lam), d), theta) - f(*sm._retract((q, v, a, lam), -d), theta)
+        ) / (2 * eps)
     scale = np.abs(num).max()
     assert np.abs(Jx - num).max() < 1e-6 * scale
     numt = np.zeros_like(Jt)
@@ -52,7 +53,7 @@ def test_id_contact_jacobians_match_central_differences(b1, radius):
 
 
 def test_contact_radius_moves_the_force_application_point(b1):
-    """τ_c with ρ > 0 equals J_pᵀ f for the LOCAL_WORLD_ALIGNED Jacobian of the point ρ below the foot centre."""
+    """τ_c with ρ > 0 equals J_pᵀ f, J_p the LOCAL_WORLD_ALIGNED Jacobian of the point ρ below the foot."""
     sm = FloatingBaseSmoother(b1, FEET, contact_radius=0.02).setup()
     rng = np.random.default_rng(0)
     q = pin.integrate(b1.model, b1.neutral(), 0.3 * rng.standard_normal(b1.nv))[None]
@@ -67,7 +68,7 @@ def test_contact_radius_moves_the_force_application_point(b1):
         fid = m.getFrameId(f)
         J = pin.getFrameJacobian(m, d, fid, pin.LOCAL_WORLD_ALIGNED)
         Jp = J[:3] + np.cross(np.array([0.0, 0.0, 0.02])[None, :], J[3:].T).T  # v_p = v − ω × (ρ ẑ)
-        ref += Jp.T @ (d.oMf[fid].rotation @ lam[0, 3 * i:3 * i + 3])
+        ref += Jp.T @ (d.oMf[fid].rotation @ lam[0, 3 * i : 3 * i + 3])
     np.testing.assert_allclose(tau, ref, atol=1e-9 * np.abs(ref).max())
 
 
@@ -98,13 +99,13 @@ def test_point_mass_at_a_stance_contact_point_is_unobservable(b1):
     p = lay.to_physical(theta)
     body = m.frames[fid].parentJoint - 1
     c = m.frames[fid].placement.translation
-    blk = p[10 * body:10 * body + 10].copy()
+    blk = p[10 * body : 10 * body + 10].copy()
     blk[0] += dm
     blk[1:4] += dm * c
     S = np.array([[0, -c[2], c[1]], [c[2], 0, -c[0]], [-c[1], c[0], 0]])
     dI = -dm * S @ S
     blk[4:] += [dI[0, 0], dI[0, 1], dI[1, 1], dI[0, 2], dI[1, 2], dI[2, 2]]
-    p[10 * body:10 * body + 10] = blk
+    p[10 * body : 10 * body + 10] = blk
     theta2, _ = lay.to_theta_projected(p, p)
     lam2 = lam.copy()
     lam2[0, :3] += d.oMf[fid].rotation.T @ np.array([0.0, 0.0, dm * 9.81])
@@ -125,9 +126,19 @@ def test_every_factor_block_jacobian_matches_central_differences(b1, stance):
     """Directional derivatives of every whitened block of the linearized graph (encoders, base pose, IMU,
     contacts, forces, cone, ID, integration, height pairs, θ priors) vs central differences."""
     res, log = stance
-    sm = FloatingBaseSmoother(b1, FEET, contact_radius=0.02, max_iterations=2, reweight_rounds=0,
-                              constraints="soft", refine_iterations=1, total_mass=55.0, total_mass_std=1.0,
-                              symmetry="robot", symmetry_std=0.05).fit(log)
+    sm = FloatingBaseSmoother(
+        b1,
+        FEET,
+        contact_radius=0.02,
+        max_iterations=2,
+        reweight_rounds=0,
+        constraints="soft",
+        refine_iterations=1,
+        total_mass=55.0,
+        total_mass_std=1.0,
+        symmetry="robot",
+        symmetry_std=0.05,
+    ).fit(log)
     st = sm.state_
     x = (st["q"], st["v"], st["a"], st["lam"])
     theta = sm.result_.theta
@@ -188,11 +199,21 @@ def test_estimated_contact_forces_carry_the_weight(hard_fit):
 def test_known_total_mass_and_symmetry_as_hard_constraints(b1, stance):
     res, log = stance
     m_true = float(draw_truth(b1, 0)["inertial"][:, 0].sum())
-    sm = FloatingBaseSmoother(b1, FEET, contact_radius=0.02, knot_stride=3, use_forces=False,
-                              total_mass=m_true, total_mass_std=0.0, symmetry="robot", symmetry_std=0.0,
-                              max_iterations=15, refine_iterations=5).fit(log)
+    sm = FloatingBaseSmoother(
+        b1,
+        FEET,
+        contact_radius=0.02,
+        knot_stride=3,
+        use_forces=False,
+        total_mass=m_true,
+        total_mass_std=0.0,
+        symmetry="robot",
+        symmetry_std=0.0,
+        max_iterations=15,
+        refine_iterations=5,
+    ).fit(log)
     p = sm.result_.estimate
-    assert abs(p[:10 * b1.n_bodies:10].sum() - m_true) < 1e-3
+    assert abs(p[: 10 * b1.n_bodies : 10].sum() - m_true) < 1e-3
     names = list(sm.result_.names)
     fl, fr = p[names.index("FL_thigh.m")], p[names.index("FR_thigh.m")]
     assert abs(fl - fr) < 1e-3 * fl
@@ -201,8 +222,15 @@ def test_known_total_mass_and_symmetry_as_hard_constraints(b1, stance):
 
 def test_projected_process_noise_option_runs_and_differs(b1, stance):
     _, log = stance
-    kw = dict(contact_radius=0.02, knot_stride=3, use_forces=False, max_iterations=5, refine_iterations=2,
-              constraints="soft", reweight_rounds=0)
+    kw = dict(
+        contact_radius=0.02,
+        knot_stride=3,
+        use_forces=False,
+        max_iterations=5,
+        refine_iterations=2,
+        constraints="soft",
+        reweight_rounds=0,
+    )
     a = FloatingBaseSmoother(b1, FEET, process_noise="projected", **kw).fit(log)
     b = FloatingBaseSmoother(b1, FEET, process_noise="unprojected", **kw).fit(log)
     assert a.result_.extras["floating_base"]["process_noise"] == "projected"

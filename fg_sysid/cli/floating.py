@@ -23,8 +23,9 @@ from .common import atomic_output_dir, echo_err, fail
 WINDOWS = (0.03, 0.05, 0.1, 0.2)
 
 
-def run_floating_identification(robot, log, method: str = "smoother", options: dict | None = None,
-                                verbose: bool = True):
+def run_floating_identification(
+    robot, log, method: str = "smoother", options: dict | None = None, verbose: bool = True
+):
     """Returns ``(result, estimator)``: the smoother's `IdentificationResult` (estimator: the fitted
     `FloatingBaseSmoother`) or the decoupled baseline's result (estimator: `DecoupledFloatingBaseLS`).
     Raises EstimationError / ValueError on failure."""
@@ -33,7 +34,9 @@ def run_floating_identification(robot, log, method: str = "smoother", options: d
     options = dict(options or {})
     if log.base_pos is None or log.base_quat is None:
         if method != "smoother":
-            raise ValueError("the decoupled baseline needs the base pose (base.pos.*, base.quat.*) in the log")
+            raise ValueError(
+                "the decoupled baseline needs the base pose (base.pos.*, base.quat.*) in the log"
+            )
     if method == "smoother":
         sm = FloatingBaseSmoother(robot, verbose=verbose, **options).fit(log)
         return sm.result_, sm
@@ -43,9 +46,13 @@ def run_floating_identification(robot, log, method: str = "smoother", options: d
         if not log.contacts:
             raise ValueError("the decoupled baseline needs contact flags (contact.<frame> columns)")
         vs = options.get("friction_velocity_scale", 0.05)
-        est = DecoupledFloatingBaseLS(velocity_scale=vs).fit(full_configuration(log, robot), log.t,
-                                                             np.nan_to_num(np.asarray(log.tau, float)),
-                                                             log.contacts, robot)
+        est = DecoupledFloatingBaseLS(velocity_scale=vs).fit(
+            full_configuration(log, robot),
+            log.t,
+            np.nan_to_num(np.asarray(log.tau, float)),
+            log.contacts,
+            robot,
+        )
         return est.result_, est
     raise ValueError(f"unknown method {method!r}")
 
@@ -58,8 +65,15 @@ def choose_prediction_window(result, robot, log, frames, radius) -> tuple[float,
     errors = {}
     for w in WINDOWS:
         try:
-            errors[w] = floating_heldout_report(result, robot, log, window_s=w, contact_frames=frames,
-                                                contact_radius=radius, mode="contact-consistent")["overall"]
+            errors[w] = floating_heldout_report(
+                result,
+                robot,
+                log,
+                window_s=w,
+                contact_frames=frames,
+                contact_radius=radius,
+                mode="contact-consistent",
+            )["overall"]
         except ValueError:
             continue
     if not errors:
@@ -67,8 +81,9 @@ def choose_prediction_window(result, robot, log, frames, radius) -> tuple[float,
     return min(errors, key=errors.get), errors
 
 
-def write_floating_identification(out_dir, result, estimator, robot, log, log_path, robot_source, method,
-                                  options: dict, wall_seconds: float) -> dict:
+def write_floating_identification(
+    out_dir, result, estimator, robot, log, log_path, robot_source, method, options: dict, wall_seconds: float
+) -> dict:
     """Write parameters.csv, trajectory.parquet, summary.json, model.json, report.md (+ PNGs) into the
     existing ``out_dir``; returns the summary dict."""
     import pandas as pd
@@ -98,66 +113,113 @@ def write_floating_identification(out_dir, result, estimator, robot, log, log_pa
     if traj is not None:
         traj.to_parquet(out_dir / "trajectory.parquet", index=False)
     window, window_errors = choose_prediction_window(result, robot, log, frames, radius)
-    sg_filter = {"window_s": float(window), "polyorder": 3,
-                 "chosen_by": "smallest contact-consistent effort error of the identified model on the "
-                              "training log", "errors": {str(k): v for k, v in window_errors.items()}}
-    summary.update(method=method, log=str(log_path), robot_source=str(robot_source), samples=log.n_samples,
-                   options=options, wall_seconds=wall_seconds, sg_filter=sg_filter)
+    sg_filter = {
+        "window_s": float(window),
+        "polyorder": 3,
+        "chosen_by": "smallest contact-consistent effort error of the identified model on the training log",
+        "errors": {str(k): v for k, v in window_errors.items()},
+    }
+    summary.update(
+        method=method,
+        log=str(log_path),
+        robot_source=str(robot_source),
+        samples=log.n_samples,
+        options=options,
+        wall_seconds=wall_seconds,
+        sg_filter=sg_filter,
+    )
     if r_id is not None:
         tau_meas = np.asarray(log.tau, float)[idx]
-        rms_meas = np.sqrt(np.nanmean(tau_meas ** 2, axis=0))
-        per = np.sqrt(np.mean(r_id ** 2, axis=0)) / np.where(rms_meas > 0, rms_meas, np.nan)
+        rms_meas = np.sqrt(np.nanmean(tau_meas**2, axis=0))
+        per = np.sqrt(np.mean(r_id**2, axis=0)) / np.where(rms_meas > 0, rms_meas, np.nan)
         summary["training_relative_rmse"] = {
-            "overall": float(np.sqrt(np.mean(r_id ** 2)) / np.sqrt(np.nanmean(tau_meas ** 2))),
+            "overall": float(np.sqrt(np.mean(r_id**2)) / np.sqrt(np.nanmean(tau_meas**2))),
             "per_joint": dict(zip(names, per.tolist(), strict=True)),
-            "note": "model efforts (with the estimated contact forces) at the smoothed trajectory vs measured",
+            "note": "model efforts (with the estimated contact forces) at the smoothed trajectory vs "
+            "measured",
         }
         viol = fb["constraint_residual_max"]
         summary["constraints"] = {
-            "enforced": fb["constraints"], "tolerance": fb["constraint_tol"],
+            "enforced": fb["constraints"],
+            "tolerance": fb["constraint_tol"],
             "satisfied": fb["constraints_satisfied"],
             "contact_position_max_m": viol.get("contact_height"),
             "contact_velocity_max_m_per_s": viol.get("contact_velocity"),
             "contact_acceleration_max_m_per_s2": viol.get("contact_acceleration"),
             "inverse_dynamics_base_rows_max": viol.get("base_wrench"),
             "note": "inverse dynamics: the 6 unactuated base rows M v̇ + h − Σ J_fᵀ λ_f = 0 [N | N·m]; the "
-                    "joint rows equal the estimated efforts by construction, their difference to the "
-                    "measured efforts is training_relative_rmse",
+            "joint rows equal the estimated efforts by construction, their difference to the "
+            "measured efforts is training_relative_rmse",
         }
     (out_dir / "summary.json").write_text(json.dumps(_clean(summary), indent=2) + "\n")
-    spec = model_spec(result, robot, str(robot_source), sg_filter={"window_s": float(window), "polyorder": 3},
-                      training_log=str(log_path), velocity_scale=options.get("friction_velocity_scale"))
+    spec = model_spec(
+        result,
+        robot,
+        str(robot_source),
+        sg_filter={"window_s": float(window), "polyorder": 3},
+        training_log=str(log_path),
+        velocity_scale=options.get("friction_velocity_scale"),
+    )
     spec.update(floating_base=True, contact_frames=list(frames), contact_radius=float(radius))
     (out_dir / "model.json").write_text(json.dumps(_clean(spec), indent=1) + "\n")
 
-    lines = [f"# Identification of {robot.name} (floating base, {method})", "",
-             f"- log: `{log_path}` ({log.n_samples} samples, {log.duration:.3g} s, {log.rate:.4g} Hz)",
-             f"- joints: {', '.join(names)}; contact frames: {', '.join(frames)} (radius {radius:g} m)",
-             f"- physically consistent: {summary.get('physically_consistent')}"]
+    lines = [
+        f"# Identification of {robot.name} (floating base, {method})",
+        "",
+        f"- log: `{log_path}` ({log.n_samples} samples, {log.duration:.3g} s, {log.rate:.4g} Hz)",
+        f"- joints: {', '.join(names)}; contact frames: {', '.join(frames)} (radius {radius:g} m)",
+        f"- physically consistent: {summary.get('physically_consistent')}",
+    ]
     if method == "smoother":
-        lines.append(f"- {summary['knots']} knots, {summary['iterations']} iterations, "
-                     f"{summary['seconds']:.3g} s ({summary['seconds_per_iteration'] or 0:.3g} s/iteration)")
-        lines.append(f"- total mass: {fb['total_mass_estimate']:.4g} kg"
-                     + (f" (known-mass prior {fb['total_mass_prior']})" if fb["total_mass_prior"] else
-                        " (no total-mass prior: a stance-only log leaves the mass at each stance foot's "
-                        "contact point unobservable, docs/floating-base.md)"))
+        lines.append(
+            f"- {summary['knots']} knots, {summary['iterations']} iterations, "
+            f"{summary['seconds']:.3g} s ({summary['seconds_per_iteration'] or 0:.3g} s/iteration)"
+        )
+        lines.append(
+            f"- total mass: {fb['total_mass_estimate']:.4g} kg"
+            + (
+                f" (known-mass prior {fb['total_mass_prior']})"
+                if fb["total_mass_prior"]
+                else " (no total-mass prior: a stance-only log leaves the mass at each stance foot's "
+                "contact point unobservable, docs/floating-base.md)"
+            )
+        )
         c = summary["constraints"]
-        lines.append(f"- constraints ({c['enforced']}, tolerance {c['tolerance']:g}): contact position "
-                     f"{c['contact_position_max_m']:.2g} m, velocity {c['contact_velocity_max_m_per_s']:.2g} m/s, "
-                     f"acceleration {c['contact_acceleration_max_m_per_s2']:.2g} m/s², base-row inverse "
-                     f"dynamics {c['inverse_dynamics_base_rows_max']:.2g} N|N·m; satisfied: {c['satisfied']}")
+        lines.append(
+            f"- constraints ({c['enforced']}, tolerance {c['tolerance']:g}): contact position "
+            f"{c['contact_position_max_m']:.2g} m, velocity {c['contact_velocity_max_m_per_s']:.2g} m/s, "
+            f"acceleration {c['contact_acceleration_max_m_per_s2']:.2g} m/s², base-row inverse "
+            f"dynamics {c['inverse_dynamics_base_rows_max']:.2g} N|N·m; satisfied: {c['satisfied']}"
+        )
         lines.append(f"- training effort relative RMSE: {summary['training_relative_rmse']['overall']:.4g}")
-    lines += ["", "## Parameters (excerpt; all in `parameters.csv`)", "", markdown_table(parameters_excerpt(table)),
-              ""]
+    lines += [
+        "",
+        "## Parameters (excerpt; all in `parameters.csv`)",
+        "",
+        markdown_table(parameters_excerpt(table)),
+        "",
+    ]
     if hasattr(result, "physical_quantities"):
         pq = result.physical_quantities()
         pq.to_csv(out_dir / "physical_quantities.csv", index=False)
         lines += ["## Physical quantities per body", "", markdown_table(pq), ""]
     if method == "smoother":
-        plot_convergence(result.history, out_dir / "convergence.png", title=f"{robot.name}: cost per iteration")
-        plot_forces(traj, frames, out_dir / "contact_forces.png", title=f"{robot.name}: estimated contact forces")
-        lines += ["## Convergence", "", "![cost per iteration](convergence.png)", "",
-                  "## Estimated contact forces (world frame)", "", "![contact forces](contact_forces.png)", ""]
+        plot_convergence(
+            result.history, out_dir / "convergence.png", title=f"{robot.name}: cost per iteration"
+        )
+        plot_forces(
+            traj, frames, out_dir / "contact_forces.png", title=f"{robot.name}: estimated contact forces"
+        )
+        lines += [
+            "## Convergence",
+            "",
+            "![cost per iteration](convergence.png)",
+            "",
+            "## Estimated contact forces (world frame)",
+            "",
+            "![contact forces](contact_forces.png)",
+            "",
+        ]
     (out_dir / "report.md").write_text("\n".join(lines))
     del pd
     return summary
@@ -170,18 +232,40 @@ def _decoupled_table_summary(res, robot):
     from ..estimation.baseline import nominal_parameters
     from ..parameterizations import check_physical_consistency
 
-    table = pd.DataFrame({"name": res.names, "group": res.groups or [""] * len(res.names), "estimate": res.estimate,
-                          "std": np.nan, "prior_mean": nominal_parameters(robot), "prior_std": np.nan,
-                          "std_ratio": np.nan})
-    problems = check_physical_consistency(np.asarray(res.estimate)[:10 * robot.n_bodies].reshape(-1, 10),
-                                          list(robot.body_names))
-    summary = {"method": "ls-sg", "robot": robot.name, "joints": list(robot.joint_names),
-               "locked_joints": robot.locked_joints, "iterations": 0, "converged": True, "seconds": res.seconds,
-               "parameters": res.n_parameters, "inertia_parameterization": "raw (unconstrained least squares)",
-               "friction_model": "coulomb-viscous", "physically_consistent": not problems,
-               "inconsistent_bodies": problems, "rank": res.rank, "free_parameters": res.n_free,
-               "filter": res.filter, "projected_rows": res.n_rows, "relative_residual": res.relative_residual,
-               "total_mass_estimate": float(np.sum(np.asarray(res.estimate)[:10 * robot.n_bodies:10]))}
+    table = pd.DataFrame(
+        {
+            "name": res.names,
+            "group": res.groups or [""] * len(res.names),
+            "estimate": res.estimate,
+            "std": np.nan,
+            "prior_mean": nominal_parameters(robot),
+            "prior_std": np.nan,
+            "std_ratio": np.nan,
+        }
+    )
+    problems = check_physical_consistency(
+        np.asarray(res.estimate)[: 10 * robot.n_bodies].reshape(-1, 10), list(robot.body_names)
+    )
+    summary = {
+        "method": "ls-sg",
+        "robot": robot.name,
+        "joints": list(robot.joint_names),
+        "locked_joints": robot.locked_joints,
+        "iterations": 0,
+        "converged": True,
+        "seconds": res.seconds,
+        "parameters": res.n_parameters,
+        "inertia_parameterization": "raw (unconstrained least squares)",
+        "friction_model": "coulomb-viscous",
+        "physically_consistent": not problems,
+        "inconsistent_bodies": problems,
+        "rank": res.rank,
+        "free_parameters": res.n_free,
+        "filter": res.filter,
+        "projected_rows": res.n_rows,
+        "relative_residual": res.relative_residual,
+        "total_mass_estimate": float(np.sum(np.asarray(res.estimate)[: 10 * robot.n_bodies : 10])),
+    }
     return table, summary
 
 
@@ -209,11 +293,17 @@ def floating_demo(robot, robot_name, out, duration, rate, noise, seed, quick, qu
     """`fg-sysid demo` for a free-flyer robot (MuJoCo logs; see the demo command's help)."""
     import pandas as pd
 
-    from ..datasets.mujoco_sim import MujocoSimError, draw_truth, simulate_stance, to_log, write_mujoco_simulation
+    from ..datasets.mujoco_sim import (
+        MujocoSimError,
+        draw_truth,
+        simulate_stance,
+        to_log,
+        write_mujoco_simulation,
+    )
     from ..estimation.baseline import parameter_names
+    from ..estimation.metrics import base_pose_errors
     from ..estimation.smoother import EstimationError
     from ..floating_validation import floating_heldout_report
-    from ..estimation.metrics import base_pose_errors
     from ..report import joint_units, markdown_table, plot_efforts
     from ..validation import nominal_model
 
@@ -221,12 +311,15 @@ def floating_demo(robot, robot_name, out, duration, rate, noise, seed, quick, qu
     t_all = time.perf_counter()
     drawn = draw_truth(robot, seed)
     common = dict(inertial=drawn["inertial"], friction=(drawn["fc"], drawn["fv"]), armature=drawn["armature"])
-    say(f"demo: MuJoCo {robot.name}, training sway {duration:g} s and held-out sway {duration:g} s at "
-        f"{rate:g} Hz, noise {noise:g} (seed {seed})")
+    say(
+        f"demo: MuJoCo {robot.name}, training sway {duration:g} s and held-out sway {duration:g} s at "
+        f"{rate:g} Hz, noise {noise:g} (seed {seed})"
+    )
     try:
         train = simulate_stance(robot, duration, rate, seed=seed, noise=noise, motion="sway", **common)
-        held = simulate_stance(robot, duration, rate, seed=seed + 1, noise=noise, motion="sway",
-                               sway_amplitude=0.14, **common)
+        held = simulate_stance(
+            robot, duration, rate, seed=seed + 1, noise=noise, motion="sway", sway_amplitude=0.14, **common
+        )
     except MujocoSimError as e:
         fail(str(e))
     log_train, log_held = to_log(train), to_log(held)
@@ -239,90 +332,170 @@ def floating_demo(robot, robot_name, out, duration, rate, noise, seed, quick, qu
             (tmp / sub).mkdir()
             write_mujoco_simulation(res, tmp / sub)
         results = {}
-        opts = {"smoother": {"contact_frames": feet, "contact_radius": radius, "knot_stride": knot_stride,
-                             "use_forces": False},
-                "ls-sg": {"contact_radius": radius}}
+        opts = {
+            "smoother": {
+                "contact_frames": feet,
+                "contact_radius": radius,
+                "knot_stride": knot_stride,
+                "use_forces": False,
+            },
+            "ls-sg": {"contact_radius": radius},
+        }
         for method, sub in (("smoother", "identify"), ("ls-sg", "identify-ls-sg")):
             say(f"demo: identifying with {method}")
             t0 = time.perf_counter()
             try:
-                res, est = run_floating_identification(robot, log_train, method, opts[method], verbose=not quiet)
+                res, est = run_floating_identification(
+                    robot, log_train, method, opts[method], verbose=not quiet
+                )
             except (EstimationError, ValueError) as e:
                 fail(f"{method}: {e}")
             (tmp / sub).mkdir()
-            summary = write_floating_identification(tmp / sub, res, est, robot, log_train,
-                                                    out_path / "train" / "log.parquet", robot_name, method,
-                                                    {k: v for k, v in opts[method].items() if k != "contact_frames"},
-                                                    time.perf_counter() - t0)
+            summary = write_floating_identification(
+                tmp / sub,
+                res,
+                est,
+                robot,
+                log_train,
+                out_path / "train" / "log.parquet",
+                robot_name,
+                method,
+                {k: v for k, v in opts[method].items() if k != "contact_frames"},
+                time.perf_counter() - t0,
+            )
             results[method] = (res, est, summary)
-        models = {"identified (smoother)": results["smoother"][0],
-                  "decoupled LS (baseline)": results["ls-sg"][0].estimate,
-                  "nominal URDF": nominal_model(robot), "true parameters (floor)": p_true}
-        floors = {w: floating_heldout_report(p_true, robot, log_held, window_s=w, contact_frames=feet,
-                                             contact_radius=radius, mode="forces")["overall"] for w in WINDOWS}
+        models = {
+            "identified (smoother)": results["smoother"][0],
+            "decoupled LS (baseline)": results["ls-sg"][0].estimate,
+            "nominal URDF": nominal_model(robot),
+            "true parameters (floor)": p_true,
+        }
+        floors = {
+            w: floating_heldout_report(
+                p_true, robot, log_held, window_s=w, contact_frames=feet, contact_radius=radius, mode="forces"
+            )["overall"]
+            for w in WINDOWS
+        }
         window = min(floors, key=floors.get)
         rows = []
         for label, m in models.items():
-            rep = floating_heldout_report(m, robot, log_held, window_s=window, contact_frames=feet,
-                                          contact_radius=radius, mode="forces")
-            cc = floating_heldout_report(m, robot, log_held, window_s=window, contact_frames=feet,
-                                         contact_radius=radius, mode="contact-consistent")
-            rows.append({"model": label, "held-out rel. RMSE (measured forces)": rep["overall"],
-                         "ratio to floor": rep["overall"] / floors[window],
-                         "contact-consistent error": cc["overall"]})
+            rep = floating_heldout_report(
+                m, robot, log_held, window_s=window, contact_frames=feet, contact_radius=radius, mode="forces"
+            )
+            cc = floating_heldout_report(
+                m,
+                robot,
+                log_held,
+                window_s=window,
+                contact_frames=feet,
+                contact_radius=radius,
+                mode="contact-consistent",
+            )
+            rows.append(
+                {
+                    "model": label,
+                    "held-out rel. RMSE (measured forces)": rep["overall"],
+                    "ratio to floor": rep["overall"] / floors[window],
+                    "contact-consistent error": cc["overall"],
+                }
+            )
         table = pd.DataFrame(rows)
         s = results["smoother"][2]
         fb = s["floating_base"]
         sm = results["smoother"][1]
         ang, pos = base_pose_errors(train.q_pin[sm._idx], sm.state_["q"])
         m_sm = fb["total_mass_estimate"]
-        m_ls = float(np.sum(results["ls-sg"][0].estimate[:10 * robot.n_bodies:10]))
-        rep = floating_heldout_report(results["smoother"][0], robot, log_held, window_s=window,
-                                      contact_frames=feet, contact_radius=radius, mode="forces")
+        m_ls = float(np.sum(results["ls-sg"][0].estimate[: 10 * robot.n_bodies : 10]))
+        rep = floating_heldout_report(
+            results["smoother"][0],
+            robot,
+            log_held,
+            window_s=window,
+            contact_frames=feet,
+            contact_radius=radius,
+            mode="forces",
+        )
         keep = np.asarray(rep["t"]) <= rep["t"][0] + 3.0
         rows_used = np.asarray(rep["rows"])[keep]
         preds = {}
         for label in ("identified (smoother)", "decoupled LS (baseline)", "nominal URDF"):
-            r = floating_heldout_report(models[label], robot, log_held, window_s=window, contact_frames=feet,
-                                        contact_radius=radius, mode="forces")
+            r = floating_heldout_report(
+                models[label],
+                robot,
+                log_held,
+                window_s=window,
+                contact_frames=feet,
+                contact_radius=radius,
+                mode="forces",
+            )
             preds[label] = np.asarray(r["tau"])[keep]
-        plot_efforts(np.asarray(rep["t"])[keep], np.asarray(log_held.tau)[rows_used], preds,
-                     list(robot.joint_names), tmp / "heldout_efforts.png", units=joint_units(robot),
-                     title=f"{robot.name}: held-out efforts, measured vs predicted with the measured contact forces")
+        plot_efforts(
+            np.asarray(rep["t"])[keep],
+            np.asarray(log_held.tau)[rows_used],
+            preds,
+            list(robot.joint_names),
+            tmp / "heldout_efforts.png",
+            units=joint_units(robot),
+            title=f"{robot.name}: held-out efforts, measured vs predicted with the measured contact forces",
+        )
         c = s["constraints"]
         lines = [
-            f"# fg-sysid demo: {robot.name} (floating base, MuJoCo)", "",
+            f"# fg-sysid demo: {robot.name} (floating base, MuJoCo)",
+            "",
             f"- training log: stance sway, {duration:g} s at {rate:g} Hz; held-out log: a sway of another "
             f"amplitude, same true robot (URDF inertias perturbed, joint dry friction, damping, armature; "
             f"seed {seed}); noise std {noise:g} on q [rad], v [rad/s], tau [N·m], gyro [rad/s], "
             f"10× on the accelerometer [m/s²]",
-            "- identification uses encoders, efforts, IMU, base pose and contact flags — not the contact forces",
+            "- identification uses encoders, efforts, IMU, base pose and contact flags — not the contact "
+            "forces",
             f"- smoother: {s['knots']} knots, {s['iterations']} iterations, {s['seconds']:.3g} s, physically "
             f"consistent: {s['physically_consistent']}",
-            f"- total mass: true {m_true:.3f} kg, smoother {m_sm:.3f} kg ({100 * (m_sm / m_true - 1):+.2f} %), "
+            f"- total mass: true {m_true:.3f} kg, smoother {m_sm:.3f} kg "
+            f"({100 * (m_sm / m_true - 1):+.2f} %), "
             f"decoupled LS {m_ls:.3f} kg ({100 * (m_ls / m_true - 1):+.2f} %)",
             f"- smoothed base trajectory vs truth: orientation max {ang.max():.3f}° (RMS "
-            f"{np.sqrt(np.mean(ang ** 2)):.3f}°), position max {1e3 * pos.max():.2f} mm",
+            f"{np.sqrt(np.mean(ang**2)):.3f}°), position max {1e3 * pos.max():.2f} mm",
             f"- constraints at the solution: contact position {c['contact_position_max_m']:.2g} m, velocity "
-            f"{c['contact_velocity_max_m_per_s']:.2g} m/s, acceleration {c['contact_acceleration_max_m_per_s2']:.2g} "
+            f"{c['contact_velocity_max_m_per_s']:.2g} m/s, acceleration "
+            f"{c['contact_acceleration_max_m_per_s2']:.2g} "
             f"m/s², base-row inverse dynamics {c['inverse_dynamics_base_rows_max']:.2g} N|N·m",
-            "", "## Held-out effort prediction", "",
+            "",
+            "## Held-out effort prediction",
+            "",
             "Joint efforts predicted from the held-out log's states (Savitzky–Golay on the configuration "
             f"manifold, window {window * 1e3:.0f} ms: the one that gives the true parameters the smallest "
             "error) and its measured contact forces, against the measured efforts; *floor* = the true "
             "parameters through the same prediction (soft contacts, dry friction and rolling feet are not "
-            "in the rigid-body model). The contact-consistent error needs no forces (docs/floating-prediction.md).",
-            "", markdown_table(table), "", "![held-out efforts](heldout_efforts.png)", "",
+            "in the rigid-body model). The contact-consistent error needs no forces "
+            "(docs/floating-prediction.md).",
+            "",
+            markdown_table(table),
+            "",
+            "![held-out efforts](heldout_efforts.png)",
+            "",
             "Reports: [smoother](identify/report.md), [decoupled LS](identify-ls-sg/report.md). Re-run: "
-            f"`fg-sysid predict {out_path / 'identify'} {out_path / 'heldout' / 'log.parquet'} --out pred.csv`.", ""]
+            f"`fg-sysid predict {out_path / 'identify'} {out_path / 'heldout' / 'log.parquet'} "
+            "--out pred.csv`.",
+            "",
+        ]
         (tmp / "report.md").write_text("\n".join(lines))
-    click.echo(f"held-out effort relative RMSE, {robot.name} (MuJoCo, {duration:g} s at {rate:g} Hz, noise {noise:g}):")
+    click.echo(
+        f"held-out effort relative RMSE, {robot.name} (MuJoCo, {duration:g} s at {rate:g} Hz, "
+        f"noise {noise:g}):"
+    )
     w = max(len(r["model"]) for r in rows)
     for r in rows:
-        click.echo(f"  {r['model']:<{w}s}  {r['held-out rel. RMSE (measured forces)']:8.4f}  "
-                   f"({r['ratio to floor']:.2f}x floor)")
-    click.echo(f"total mass error: smoother {100 * (m_sm / m_true - 1):+.2f} %, decoupled {100 * (m_ls / m_true - 1):+.2f} %;"
-               f" base orientation error max {ang.max():.3f}°")
-    click.echo(f"wrote {out} (report.md, heldout_efforts.png, identify/, identify-ls-sg/) in "
-               f"{time.perf_counter() - t_all:.1f} s")
+        click.echo(
+            f"  {r['model']:<{w}s}  {r['held-out rel. RMSE (measured forces)']:8.4f}  "
+            f"({r['ratio to floor']:.2f}x floor)"
+        )
+    click.echo(
+        f"total mass error: smoother {100 * (m_sm / m_true - 1):+.2f} %, "
+        f"decoupled {100 * (m_ls / m_true - 1):+.2f} %;"
+        f" base orientation error max {ang.max():.3f}°"
+    )
+    click.echo(
+        f"wrote {out} (report.md, heldout_efforts.png, identify/, identify-ls-sg/) in "
+        f"{time.perf_counter() - t_all:.1f} s"
+    )
     return table

@@ -296,10 +296,12 @@ def _positive(name, val, allow_none=True):
               show_default=True, help="Floating base: process noise projected onto the contact null space "
                                       "(paper 004 eqs. 36-37) or not.")
 @click.option("--use-forces/--no-use-forces", default=True, show_default=True,
-              help="Floating base: use measured contact forces (force.<frame>.*) as factors when the log has them.")
+              help="Floating base: use measured contact forces (force.<frame>.*) as factors when the log "
+                   "has them.")
 @click.option("--quiet", is_flag=True, help="No per-iteration progress on stderr.")
 def identify_cmd(log_path, robot_source, out, method, knot_stride, sigma_q, sigma_v, sigma_tau, inertia,
-                 friction, friction_velocity_scale, max_iterations, contact_radius, total_mass, total_mass_std,
+                 friction, friction_velocity_scale, max_iterations, contact_radius, total_mass,
+                 total_mass_std,
                  symmetry, symmetry_std, constraints, process_noise, use_forces, quiet):
     """Identify ROBOT's physical parameters from LOG (CSV or Parquet, t/q.*/v.*/tau.* columns).
 
@@ -381,7 +383,8 @@ def _identify_floating(robot, log, log_path, robot_source, out, method, quiet, o
         echo_err(f"identifying {robot.name} (floating base, {robot.n_joints} joints) from {log_path}: "
                  f"{log.n_samples} samples, {log.duration:.3g} s, method {method}")
     opts = {k: v for k, v in options.items() if v is not None} if method == "smoother" else \
-        {"friction_velocity_scale": options["friction_velocity_scale"], "contact_radius": options["contact_radius"]}
+        {"friction_velocity_scale": options["friction_velocity_scale"],
+         "contact_radius": options["contact_radius"]}
     try:
         result, est = run_floating_identification(robot, log, method, opts, verbose=not quiet)
     except np.linalg.LinAlgError as e:
@@ -395,6 +398,7 @@ def _identify_floating(robot, log, log_path, robot_source, out, method, quiet, o
            f"method {method}, physically consistent: {summary.get('physically_consistent')}")
     if "constraints" in summary:
         c = summary["constraints"]
-        msg += (f", total mass {summary['floating_base']['total_mass_estimate']:.3f} kg, constraints satisfied: "
+        msg += (f", total mass {summary['floating_base']['total_mass_estimate']:.3f} kg, "
+                "constraints satisfied: "
                 f"{c['satisfied']}")
     click.echo(msg + f", {summary['wall_seconds']:.1f} s")

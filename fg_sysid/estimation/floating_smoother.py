@@ -74,8 +74,14 @@ from .smoother import EstimationError, JointSmoother
 GRAVITY = 9.81
 SIGMA_Q_FLOOR, SIGMA_V_FLOOR = 1e-4, 1e-3  # [rad], [rad/s] floors of the estimated encoder noise
 #: Units of the constraint groups (for reports).
-CONSTRAINT_UNITS = {"base_wrench": "N | N·m", "contact_velocity": "m/s", "contact_acceleration": "m/s²",
-                    "contact_height": "m", "total_mass": "kg", "symmetry": "SI"}
+CONSTRAINT_UNITS = {
+    "base_wrench": "N | N·m",
+    "contact_velocity": "m/s",
+    "contact_acceleration": "m/s²",
+    "contact_height": "m",
+    "total_mass": "kg",
+    "symmetry": "SI",
+}
 
 
 def full_configuration(log: Log, robot: RobotModel) -> np.ndarray:
@@ -118,36 +124,84 @@ class FloatingBaseSmoother(JointSmoother):
     """
 
     #: Initial constraint stds of the augmented Lagrangian (SI units) and the soft-mode stds.
-    SIGMA_CONSTRAINT = {"base_wrench": 0.05, "contact_velocity": 2e-3, "contact_acceleration": 0.05,
-                        "contact_height": 1e-4, "total_mass": 1e-2, "symmetry": 1e-3}
+    SIGMA_CONSTRAINT = {
+        "base_wrench": 0.05,
+        "contact_velocity": 2e-3,
+        "contact_acceleration": 0.05,
+        "contact_height": 1e-4,
+        "total_mass": 1e-2,
+        "symmetry": 1e-3,
+    }
 
-    def __init__(self, robot: RobotModel, contact_frames=None, inertia: str = "log-cholesky",
-                 friction: str = "coulomb-viscous", friction_velocity_scale: float = 0.05,
-                 knot_stride: int = 1, sigma_q=None, sigma_v=None, sigma_tau=None, sigma_process=None,
-                 prior_relative: float = 0.7, prior_mean: np.ndarray | None = None,
-                 max_iterations: int = 30, tol: float = 1e-3, process_fraction: float = 0.3,
-                 fit_friction: bool = True, fit_armature: bool = True,
-                 contact_radius: float | None = None, constraints: str = "hard",
-                 constraint_tol: float = 1e-6, constraint_rounds: int = 12,
-                 total_mass: float | None = None, total_mass_std: float = 0.0,
-                 symmetry=None, symmetry_std: float = 0.0,
-                 use_imu: bool = True, sigma_gyro: float | None = None, sigma_acc: float | None = None,
-                 use_forces: bool = True, sigma_force: float = 1.0,
-                 friction_coefficient: float | None = 1.0, sigma_cone: float = 1.0,
-                 process_noise: str = "unprojected",
-                 sigma_base_pos: float = 1e-3, sigma_base_rot: float = 1e-3,
-                 sigma_swing_force: float = 1e-3, reweight_rounds: int = 1,
-                 tau_floor_relative: float = 0.02, sg_window_s: float = 0.05, sg_order: int = 3,
-                 refine_iterations: int = 0, init: str = "ls", determined_std_ratio: float | None = 0.1,
-                 verbose: bool = False):
-        super().__init__(robot, inertia=inertia, friction=friction,
-                         friction_velocity_scale=friction_velocity_scale, knot_stride=knot_stride,
-                         sigma_q=sigma_q, sigma_v=sigma_v, sigma_tau=sigma_tau, sigma_process=sigma_process,
-                         prior_relative=prior_relative, prior_mean=prior_mean,
-                         reweight_rounds=reweight_rounds,
-                         max_iterations=max_iterations, tol=tol, solver="structured", init=init,
-                         process_fraction=process_fraction, fit_friction=fit_friction,
-                         fit_armature=fit_armature, verbose=verbose)
+    def __init__(
+        self,
+        robot: RobotModel,
+        contact_frames=None,
+        inertia: str = "log-cholesky",
+        friction: str = "coulomb-viscous",
+        friction_velocity_scale: float = 0.05,
+        knot_stride: int = 1,
+        sigma_q=None,
+        sigma_v=None,
+        sigma_tau=None,
+        sigma_process=None,
+        prior_relative: float = 0.7,
+        prior_mean: np.ndarray | None = None,
+        max_iterations: int = 30,
+        tol: float = 1e-3,
+        process_fraction: float = 0.3,
+        fit_friction: bool = True,
+        fit_armature: bool = True,
+        contact_radius: float | None = None,
+        constraints: str = "hard",
+        constraint_tol: float = 1e-6,
+        constraint_rounds: int = 12,
+        total_mass: float | None = None,
+        total_mass_std: float = 0.0,
+        symmetry=None,
+        symmetry_std: float = 0.0,
+        use_imu: bool = True,
+        sigma_gyro: float | None = None,
+        sigma_acc: float | None = None,
+        use_forces: bool = True,
+        sigma_force: float = 1.0,
+        friction_coefficient: float | None = 1.0,
+        sigma_cone: float = 1.0,
+        process_noise: str = "unprojected",
+        sigma_base_pos: float = 1e-3,
+        sigma_base_rot: float = 1e-3,
+        sigma_swing_force: float = 1e-3,
+        reweight_rounds: int = 1,
+        tau_floor_relative: float = 0.02,
+        sg_window_s: float = 0.05,
+        sg_order: int = 3,
+        refine_iterations: int = 0,
+        init: str = "ls",
+        determined_std_ratio: float | None = 0.1,
+        verbose: bool = False,
+    ):
+        super().__init__(
+            robot,
+            inertia=inertia,
+            friction=friction,
+            friction_velocity_scale=friction_velocity_scale,
+            knot_stride=knot_stride,
+            sigma_q=sigma_q,
+            sigma_v=sigma_v,
+            sigma_tau=sigma_tau,
+            sigma_process=sigma_process,
+            prior_relative=prior_relative,
+            prior_mean=prior_mean,
+            reweight_rounds=reweight_rounds,
+            max_iterations=max_iterations,
+            tol=tol,
+            solver="structured",
+            init=init,
+            process_fraction=process_fraction,
+            fit_friction=fit_friction,
+            fit_armature=fit_armature,
+            verbose=verbose,
+        )
         self.contact_frames = None if contact_frames is None else tuple(contact_frames)
         self.contact_radius = contact_radius
         self.constraints = constraints
@@ -183,23 +237,32 @@ class FloatingBaseSmoother(JointSmoother):
         if self.constraints not in ("hard", "soft"):
             raise ValueError(f"constraints must be 'hard' or 'soft', not {self.constraints!r}")
         if self.process_noise not in ("unprojected", "projected"):
-            raise ValueError(f"process_noise must be 'unprojected' or 'projected', not {self.process_noise!r}")
+            raise ValueError(
+                f"process_noise must be 'unprojected' or 'projected', not {self.process_noise!r}"
+            )
         frames = self.contact_frames
         if frames is None:
             frames = tuple(getattr(robot, "contact_frames", ()) or ())
         if not frames and log is not None:
             frames = tuple(log.contacts)
         if not frames:
-            raise EstimationError(f"no contact frames: give contact_frames, a robot spec with contacts or "
-                                  f"contact.<frame> columns in the log (robot {robot.name!r})")
+            raise EstimationError(
+                f"no contact frames: give contact_frames, a robot spec with contacts or "
+                f"contact.<frame> columns in the log (robot {robot.name!r})"
+            )
         self.feet_ = tuple(frames)
         radius = self.contact_radius
         if radius is None:
             radius = float(getattr(robot, "contact_radius", 0.0) or 0.0)
         self.radius_ = float(radius)
         self.layout_ = ParameterLayout.create(
-            robot, self.inertia, self.friction, self.friction_velocity_scale,
-            fit_friction=self.fit_friction, fit_armature=self.fit_armature)
+            robot,
+            self.inertia,
+            self.friction,
+            self.friction_velocity_scale,
+            fit_friction=self.fit_friction,
+            fit_armature=self.fit_armature,
+        )
         self._space = ConfigurationSpace(robot.model)
         self._solver = StructuredSolver()
         self._gram_cache = {}
@@ -253,9 +316,10 @@ class FloatingBaseSmoother(JointSmoother):
                 pl = self._contact_placements(m0, d0, fid)
                 Jj = pin.getJointJacobian(m0, d0, fr.parentJoint, pin.LOCAL)
                 Jl = pl.toActionMatrixInverse()[:3] @ Jj
-                dl[k, :, 3 * i:3 * i + 3] = Jl.T
+                dl[k, :, 3 * i : 3 * i + 3] = Jl.T
                 fext[fr.parentJoint] = fext[fr.parentJoint] + pl.act(
-                    pin.Force(lam[k, 3 * i:3 * i + 3], np.zeros(3)))
+                    pin.Force(lam[k, 3 * i : 3 * i + 3], np.zeros(3))
+                )
             tau[k] = dl[k] @ lam[k]
             if jacobians:
                 dr_dq, _, _ = pin.computeRNEADerivatives(m0, d0, q[k], zero, zero, fext)
@@ -272,7 +336,7 @@ class FloatingBaseSmoother(JointSmoother):
         for i, fid in enumerate(self._fids):
             fr = m0.frames[fid]
             R = d0.oMi[fr.parentJoint].rotation @ fr.placement.rotation
-            f_w = R @ lam[3 * i:3 * i + 3]
+            f_w = R @ lam[3 * i : 3 * i + 3]
             Jw = pin.getFrameJacobian(m0, d0, fid, pin.LOCAL_WORLD_ALIGNED)
             # τ = (J_lin − [d]× J_ang)ᵀ f = J_linᵀ f + J_angᵀ (d × f). A body-fixed offset would turn
             # with the foot, δd = δφ × d (δφ = J_ang δq, world), adding J_angᵀ (δd × f) = J_angᵀ [f]× [d]× δφ
@@ -291,9 +355,9 @@ class FloatingBaseSmoother(JointSmoother):
         n = q.shape[0]
         Jx = np.zeros((n, nv, self.nx))
         Jx[:, :, :nv] = lin.Jq - dq
-        Jx[:, :, nv:2 * nv] = lin.Jv
-        Jx[:, :, 2 * nv:3 * nv] = lin.Ja
-        Jx[:, :, 3 * nv:] = -dl
+        Jx[:, :, nv : 2 * nv] = lin.Jv
+        Jx[:, :, 2 * nv : 3 * nv] = lin.Ja
+        Jx[:, :, 3 * nv :] = -dl
         return lin.r, Jx, lin.Jtheta
 
     def forces_world(self, q, lam) -> np.ndarray:
@@ -303,7 +367,7 @@ class FloatingBaseSmoother(JointSmoother):
         for k in range(q.shape[0]):
             pin.framesForwardKinematics(m, d, q[k])
             for i, fid in enumerate(self._fids):
-                out[k, i] = d.oMf[fid].rotation @ lam[k, 3 * i:3 * i + 3]
+                out[k, i] = d.oMf[fid].rotation @ lam[k, 3 * i : 3 * i + 3]
         return out
 
     # ------------------------------------------------------------------ fit
@@ -311,16 +375,21 @@ class FloatingBaseSmoother(JointSmoother):
         t_start = time.perf_counter()
         robot = self.robot
         if tuple(log.joint_names) != tuple(robot.joint_names):
-            raise EstimationError(f"log joints {list(log.joint_names)} do not match robot {robot.name!r} joints "
-                                  f"{list(robot.joint_names)}")
+            raise EstimationError(
+                f"log joints {list(log.joint_names)} do not match robot {robot.name!r} joints "
+                f"{list(robot.joint_names)}"
+            )
         self.setup(log)
         nv, iv = robot.nv, robot.joint_index_v()
         has_base = log.base_pos is not None and log.base_quat is not None
         if has_base:
             qfull = full_configuration(log, robot)
         else:
-            warnings.warn("no base pose in the log (base.pos.*, base.quat.*): the base pose comes from the "
-                          "IMU, contacts and dynamics, anchored at the first knot", stacklevel=2)
+            warnings.warn(
+                "no base pose in the log (base.pos.*, base.quat.*): the base pose comes from the "
+                "IMU, contacts and dynamics, anchored at the first knot",
+                stacklevel=2,
+            )
             qfull = np.tile(robot.neutral(), (log.n_samples, 1))
             qfull[:, robot.joint_index_q()] = np.asarray(log.q, float)
             if log.imu_quat is not None:
@@ -328,8 +397,9 @@ class FloatingBaseSmoother(JointSmoother):
                 qfull[:, 3:6], qfull[:, 6] = quat[:, 1:], quat[:, 0]
         missing_feet = [f for f in self.feet_ if f not in log.contacts]
         if missing_feet:
-            raise EstimationError(f"log {log.source!r} has no contact flags for {missing_feet} "
-                                  f"(columns contact.<frame>)")
+            raise EstimationError(
+                f"log {log.source!r} has no contact flags for {missing_feet} (columns contact.<frame>)"
+            )
         dt = float(np.median(np.diff(log.t)))
         w = max(int(round(self.sg_window_s / dt)) // 2 * 2 + 1, self.sg_order + 2 | 1)
         rows, qs, vs, as_ = manifold_sg_states(robot.model, qfull, dt, w, self.sg_order)
@@ -358,8 +428,10 @@ class FloatingBaseSmoother(JointSmoother):
         self._gyro = self._acc = None
         self._imu_fid = None
         if self.use_imu and (log.imu_gyro is not None or log.imu_acc is not None):
-            imu_frame = getattr(robot, "imu_frame", None) or robot.model.frames[
-                int(np.argmax([f.parentJoint == 1 for f in robot.model.frames]))].name
+            imu_frame = (
+                getattr(robot, "imu_frame", None)
+                or robot.model.frames[int(np.argmax([f.parentJoint == 1 for f in robot.model.frames]))].name
+            )
             self._imu_fid = self._kin_model.getFrameId(imu_frame)
             self.imu_frame_ = imu_frame
             if log.imu_gyro is not None:
@@ -385,7 +457,7 @@ class FloatingBaseSmoother(JointSmoother):
             noise.q = np.maximum(noise.q, SIGMA_Q_FLOOR)
         if self.sigma_v is None and noise.v is not None:
             noise.v = np.maximum(noise.v, SIGMA_V_FLOOR)
-        a_rms = np.sqrt(np.mean(a0 ** 2, axis=0))
+        a_rms = np.sqrt(np.mean(a0**2, axis=0))
         h = float(np.median(self._h))
         if self.sigma_process is None:
             self._proc_v = np.maximum(self.process_fraction * a_rms, 1e-3) * h
@@ -396,7 +468,9 @@ class FloatingBaseSmoother(JointSmoother):
         # so Gauss–Newton steps on weakly determined parameters do not overshoot), stage 3 continues in
         # the requested one from the projection of the raw estimate onto the physically consistent set
         requested = self.inertia
-        p_bar = self.layout_.nominal_physical() if self.prior_mean is None else np.asarray(self.prior_mean, float)
+        p_bar = (
+            self.layout_.nominal_physical() if self.prior_mean is None else np.asarray(self.prior_mean, float)
+        )
         self._p_bar = p_bar
         theta = self._use_parameterization("raw", p_bar)
         p_init = self._initial_parameters(log, qfull, p_bar) if self.init == "ls" and has_base else None
@@ -413,7 +487,7 @@ class FloatingBaseSmoother(JointSmoother):
             pin.framesForwardKinematics(m, d, q0[k])
             for i, fid in enumerate(self._fids):
                 if self._flags[k, i]:
-                    lam0[k, 3 * i:3 * i + 3] = d.oMf[fid].rotation.T @ np.array([0, 0, mass * GRAVITY / ns])
+                    lam0[k, 3 * i : 3 * i + 3] = d.oMf[fid].rotation.T @ np.array([0, 0, mass * GRAVITY / ns])
         x = (q0, v0, a0, lam0)
         self._sigma_c = dict(self.SIGMA_CONSTRAINT)
         self._shift = {}
@@ -432,7 +506,7 @@ class FloatingBaseSmoother(JointSmoother):
             if rnd == rounds - 1:
                 break
             r = self.id_factor(*x, theta, self._taum, jacobians=False)[0]
-            rms = np.sqrt(np.mean(r ** 2, axis=0))
+            rms = np.sqrt(np.mean(r**2, axis=0))
             noise.tau = np.maximum(noise.tau, rms[iv])
             noise.source["tau"] = f"re-estimated from inverse-dynamics residuals (round {rnd + 1})"
         if self.determined_std_ratio is not None:
@@ -445,23 +519,29 @@ class FloatingBaseSmoother(JointSmoother):
         # estimate is not consistent are projected onto the consistent set (nearest pseudo-inertia with
         # eigenvalues above a floor), then states, forces and θ are refined together
         p_raw = self.layout_.to_physical(theta)
-        self.projected_bodies_ = check_physical_consistency(self.layout_.split(p_raw)[0],
-                                                            list(robot.body_names))
+        self.projected_bodies_ = check_physical_consistency(
+            self.layout_.split(p_raw)[0], list(robot.body_names)
+        )
         if requested != "raw":
             theta = self._use_parameterization(requested, p_raw)
             if self.projected_bodies_:
-                self._log("raw estimate not physically consistent: " + "; ".join(self.projected_bodies_)
-                          + " -> projected")
-            x, theta, converged, hist = self._levenberg_marquardt(x, theta, noise, rounds + 1,
-                                                                  max_iterations=self.refine_iterations)
+                self._log(
+                    "raw estimate not physically consistent: "
+                    + "; ".join(self.projected_bodies_)
+                    + " -> projected"
+                )
+            x, theta, converged, hist = self._levenberg_marquardt(
+                x, theta, noise, rounds + 1, max_iterations=self.refine_iterations
+            )
             history += hist
             theta = self._consistent_with_equalities(theta)
         # stage 4: the constraints to tolerance at this θ (augmented Lagrangian on states and forces)
         viol = self.constraint_violations(x, theta)
         al_rounds = 0
         if self.constraints == "hard":
-            x, theta, _, hist, viol, al_rounds = self._augmented_lagrangian(x, theta, noise, viol,
-                                                                           freeze_theta=True)
+            x, theta, _, hist, viol, al_rounds = self._augmented_lagrangian(
+                x, theta, noise, viol, freeze_theta=True
+            )
             history += hist
         self._finish(log, x, theta, noise, t, history, converged, viol, al_rounds, t_start)
         return self
@@ -478,17 +558,20 @@ class FloatingBaseSmoother(JointSmoother):
 
         try:
             A, b, _, _, _ = DecoupledFloatingBaseLS(velocity_scale=self.friction_velocity_scale).system(
-                qfull, log.t, np.nan_to_num(np.asarray(log.tau, float)), log.contacts, self.robot)
+                qfull, log.t, np.nan_to_num(np.asarray(log.tau, float)), log.contacts, self.robot
+            )
         except ValueError as e:
-            warnings.warn(f"least-squares initial parameters unavailable ({e}); starting at the prior mean",
-                          stacklevel=3)
+            warnings.warn(
+                f"least-squares initial parameters unavailable ({e}); starting at the prior mean",
+                stacklevel=3,
+            )
             return None
         lay = self.layout_  # raw layout: θ = p for the inertias
         _, std = lay.prior(self.prior_relative, mean_physical=p_bar)
         p_std = np.abs(lay.jacobian(lay.to_theta(p_bar))) @ std  # diagonal Jacobian: physical stds
         nb10 = 10 * self.robot.n_bodies
         p_std[nb10:] = 10.0  # weak: friction and armature set by the data and the bounds
-        sb = 0.02 * max(float(np.sqrt(np.mean(b ** 2))), 1e-9)
+        sb = 0.02 * max(float(np.sqrt(np.mean(b**2))), 1e-9)
         lo = np.full(p_bar.size, -np.inf)
         lo[nb10:] = 0.0
         if not self.fit_friction:
@@ -500,8 +583,10 @@ class FloatingBaseSmoother(JointSmoother):
         sol = lsq_linear(M, rhs, bounds=(lo, np.full(p_bar.size, np.inf)), lsmr_tol="auto", max_iter=500)
         p = sol.x.copy()
         p[nb10:] = np.maximum(p[nb10:], 1e-3 * np.maximum(p_bar[nb10:], 1e-6))  # exp-positive coordinates
-        self._log(f"initial θ: bounded least squares on {A.shape[0]} contact-projected rows "
-                  f"({sol.status}, {sol.nit} iterations)")
+        self._log(
+            f"initial θ: bounded least squares on {A.shape[0]} contact-projected rows "
+            f"({sol.status}, {sol.nit} iterations)"
+        )
         return p
 
     def _shrink_weak_directions(self, x, theta, noise):
@@ -510,8 +595,9 @@ class FloatingBaseSmoother(JointSmoother):
         With S the Schur complement of θ (all factors, states eliminated) and P the prior's information,
         the data information in prior-whitened coordinates is G = D (S − P) D (D = prior stds); along an
         eigenvector with eigenvalue μ the posterior std is (1 + μ)^(-1/2) × the prior's. Eigenvectors whose
-        ratio exceeds ``determined_std_ratio`` (default 0.1: μ < 99) are directions where a MAP estimate follows small systematic model errors (soft
-        contacts, rolling feet, dry friction) rather than the robot — e.g. the mass at a stance foot's
+        ratio exceeds ``determined_std_ratio`` (default 0.1: μ < 99) are directions where a MAP estimate
+        follows small systematic model errors (soft contacts, rolling feet, dry friction) rather than the
+        robot — e.g. the mass at a stance foot's
         contact point, exactly unobservable from stance data (module docstring). Truncating them is the
         truncated-SVD regularization of the decoupled baseline, applied to the joint problem."""
         graph = self._linearize(x, theta, noise)
@@ -527,15 +613,17 @@ class FloatingBaseSmoother(JointSmoother):
         P_ii = (Jp.T @ Jp)[si, si]
         G = D[:, None] * (S_ii - P_ii) * D[None, :]
         mu, U = np.linalg.eigh(0.5 * (G + G.T))
-        threshold = 1.0 / self.determined_std_ratio ** 2 - 1.0  # posterior/prior std = (1 + μ)^(-1/2)
+        threshold = 1.0 / self.determined_std_ratio**2 - 1.0  # posterior/prior std = (1 + μ)^(-1/2)
         weak = U[:, mu < threshold]
         dw = (theta[si] - self._theta_bar[si]) / D
         dw -= weak @ (weak.T @ dw)
         theta = theta.copy()
         theta[si] = self._theta_bar[si] + D * dw
         self.weak_directions_ = int(weak.shape[1])
-        self._log(f"{weak.shape[1]} of {D.size} inertial parameter directions weakly determined by the log "
-                  f"(posterior/prior std > {self.determined_std_ratio:g}): kept at the prior mean")
+        self._log(
+            f"{weak.shape[1]} of {D.size} inertial parameter directions weakly determined by the log "
+            f"(posterior/prior std > {self.determined_std_ratio:g}): kept at the prior mean"
+        )
         return theta
 
     def _consistent_with_equalities(self, theta: np.ndarray) -> np.ndarray:
@@ -579,8 +667,14 @@ class FloatingBaseSmoother(JointSmoother):
         A, b = np.vstack(rows), np.concatenate(rhs)
         w = getattr(self, "_eq_weights", None)
         if w is None:  # prior variances in physical units, from the raw layout (diagonal dp/dθ)
-            raw = ParameterLayout.create(self.robot, "raw", self.friction, self.friction_velocity_scale,
-                                         fit_friction=self.fit_friction, fit_armature=self.fit_armature)
+            raw = ParameterLayout.create(
+                self.robot,
+                "raw",
+                self.friction,
+                self.friction_velocity_scale,
+                fit_friction=self.fit_friction,
+                fit_armature=self.fit_armature,
+            )
             _, std = raw.prior(self.prior_relative, mean_physical=self._p_bar)
             w = (np.abs(np.diag(raw.jacobian(raw.to_theta(self._p_bar)))) * std) ** 2
             w = self._eq_weights = np.maximum(w, 1e-12 * max(w.max(), 1e-300))
@@ -592,8 +686,13 @@ class FloatingBaseSmoother(JointSmoother):
         """Switch the layout (and the ID evaluator, prior, parameter rows) to ``inertia``; θ of ``p_now``
         (inconsistent bodies projected onto the consistent set, `ParameterLayout.to_theta_projected`)."""
         self.layout_ = ParameterLayout.create(
-            self.robot, inertia, self.friction, self.friction_velocity_scale,
-            fit_friction=self.fit_friction, fit_armature=self.fit_armature)
+            self.robot,
+            inertia,
+            self.friction,
+            self.friction_velocity_scale,
+            fit_friction=self.fit_friction,
+            fit_armature=self.fit_armature,
+        )
         self._id = InverseDynamicsResidual(self.layout_)
         theta_bar, theta_std = self.layout_.prior(self.prior_relative, mean_physical=self._p_bar)
         self._theta_bar, self._theta_std = theta_bar, theta_std
@@ -612,8 +711,9 @@ class FloatingBaseSmoother(JointSmoother):
         self._symmetry = sym if isinstance(sym, SymmetryMap) else None
         self._sym_std = None
         if self._symmetry is not None:
-            self._sym_std = self._symmetry.relative_std(lay, lay.to_physical(theta_bar),
-                                                        max(self.symmetry_std, 1e-3))
+            self._sym_std = self._symmetry.relative_std(
+                lay, lay.to_physical(theta_bar), max(self.symmetry_std, 1e-3)
+            )
 
     def _parameter_rows(self, theta, jacobians=True):
         """Total-mass and symmetry rows as (name, r, J, hard) with r unweighted (SI) and σ separately."""
@@ -635,11 +735,12 @@ class FloatingBaseSmoother(JointSmoother):
         r_id = self.id_factor(q, v, a, lam, theta, self._taum, jacobians=False)[0]
         out = {"base_wrench": r_id[:, :6]}
         fl = self._flags.astype(float)
-        rv, _, ra, _ = contact_motion_residuals(self._kin_model, self._kin_data, self._fids, q, v, a, False,
-                                                self._offset)
-        vel = [rv[:, i] * fl[:, i:i + 1] for i in range(self.nf)]
-        acc = [ra[:, i] * fl[:, i:i + 1] for i in range(self.nf)]
-        hgt = [self._height_pair(q, i, False)[2] * self._stance_pairs[:, i:i + 1] for i in range(self.nf)]
+        rv, _, ra, _ = contact_motion_residuals(
+            self._kin_model, self._kin_data, self._fids, q, v, a, False, self._offset
+        )
+        vel = [rv[:, i] * fl[:, i : i + 1] for i in range(self.nf)]
+        acc = [ra[:, i] * fl[:, i : i + 1] for i in range(self.nf)]
+        hgt = [self._height_pair(q, i, False)[2] * self._stance_pairs[:, i : i + 1] for i in range(self.nf)]
         out["contact_velocity"] = np.concatenate(vel, axis=1)
         out["contact_acceleration"] = np.concatenate(acc, axis=1)
         out["contact_height"] = np.concatenate(hgt, axis=1)
@@ -678,13 +779,16 @@ class FloatingBaseSmoother(JointSmoother):
         for rnd in range(1, int(self.constraint_rounds) + 1):
             for name, c in viol.items():
                 self._shift[name] = self._shift.get(name, 0.0) + c
-            x, theta, converged, hist = self._levenberg_marquardt(x, theta, noise, 100 + rnd, tol=1e-10,
-                                                                  freeze_theta=freeze_theta, max_iterations=10)
+            x, theta, converged, hist = self._levenberg_marquardt(
+                x, theta, noise, 100 + rnd, tol=1e-10, freeze_theta=freeze_theta, max_iterations=10
+            )
             history += hist
             viol = self.constraint_violations(x, theta)
             worst = _worst(viol)
-            self._log(f"augmented Lagrangian round {rnd}: worst constraint residual {worst:.2e} "
-                      f"({', '.join(f'{k} {np.abs(v).max():.1e}' for k, v in viol.items() if v.size)})")
+            self._log(
+                f"augmented Lagrangian round {rnd}: worst constraint residual {worst:.2e} "
+                f"({', '.join(f'{k} {np.abs(v).max():.1e}' for k, v in viol.items() if v.size)})"
+            )
             if worst <= self.constraint_tol:
                 break
             if worst > 0.25 * worst_prev and tightened < 3:  # slow: tighten the constraint stds tenfold
@@ -723,34 +827,64 @@ class FloatingBaseSmoother(JointSmoother):
         mass = float(np.sum(self.layout_.split(p)[0][:, 0]))
         extras = {
             "floating_base": {
-                "contact_frames": list(self.feet_), "contact_radius": self.radius_,
-                "constraints": self.constraints, "constraint_tol": self.constraint_tol,
+                "contact_frames": list(self.feet_),
+                "contact_radius": self.radius_,
+                "constraints": self.constraints,
+                "constraint_tol": self.constraint_tol,
                 "augmented_lagrangian_rounds": int(al_rounds),
                 "constraint_residual_max": max_viol,
-                "constraints_satisfied": bool(self.constraints == "hard"
-                                              and max(max_viol.values()) <= self.constraint_tol),
+                "constraints_satisfied": bool(
+                    self.constraints == "hard" and max(max_viol.values()) <= self.constraint_tol
+                ),
                 "constraint_units": {k: CONSTRAINT_UNITS[k] for k in max_viol},
                 "total_mass_estimate": mass,
-                "total_mass_prior": None if self._total_mass is None else {
-                    "value": self._total_mass, "std": self.total_mass_std},
-                "symmetry": None if self._symmetry is None else {"body_pairs": len(self._symmetry.body_pairs),
-                                                                  "std": self.symmetry_std},
-                "imu": {"frame": getattr(self, "imu_frame_", None), "gyro": self._gyro is not None,
-                        "accelerometer": self._acc is not None},
+                "total_mass_prior": None
+                if self._total_mass is None
+                else {"value": self._total_mass, "std": self.total_mass_std},
+                "symmetry": None
+                if self._symmetry is None
+                else {"body_pairs": len(self._symmetry.body_pairs), "std": self.symmetry_std},
+                "imu": {
+                    "frame": getattr(self, "imu_frame_", None),
+                    "gyro": self._gyro is not None,
+                    "accelerometer": self._acc is not None,
+                },
                 "measured_forces_used": self._fmeas is not None,
                 "process_noise": self.process_noise,
                 "joint_effort_residual_rms": np.sqrt(np.mean(r_id[:, iv] ** 2, axis=0)).tolist(),
             }
         }
         self.result_ = IdentificationResult.build(
-            layout=self.layout_, theta=theta, theta_cov=cov, theta_prior=(self._theta_bar, self._theta_std),
-            t=t, q=q, v=v, a=a, history=history, converged=converged,
-            seconds=time.perf_counter() - t_start, noise=noise.as_dict(), method="floating-smoother",
-            knots=int(t.size), id_residual=r_id[:, iv] * self._tau_mask[:, iv],
+            layout=self.layout_,
+            theta=theta,
+            theta_cov=cov,
+            theta_prior=(self._theta_bar, self._theta_std),
+            t=t,
+            q=q,
+            v=v,
+            a=a,
+            history=history,
+            converged=converged,
+            seconds=time.perf_counter() - t_start,
+            noise=noise.as_dict(),
+            method="floating-smoother",
+            knots=int(t.size),
+            id_residual=r_id[:, iv] * self._tau_mask[:, iv],
             measured_joints=[j for j, mm in zip(robot.joint_names, log.tau_measured, strict=True) if mm],
-            extra_columns=cols, extras=extras)
-        self.state_ = {"t": t, "q": q, "v": v, "a": a, "lam": lam, "forces_world": fw,
-                       "contact": self._flags, "id_residual": r_id, "initial_cost": self._initial_cost}
+            extra_columns=cols,
+            extras=extras,
+        )
+        self.state_ = {
+            "t": t,
+            "q": q,
+            "v": v,
+            "a": a,
+            "lam": lam,
+            "forces_world": fw,
+            "contact": self._flags,
+            "id_residual": r_id,
+            "initial_cost": self._initial_cost,
+        }
 
     # ------------------------------------------------------------------ process noise
     def _projected_whitener(self, x, theta):
@@ -777,13 +911,27 @@ class FloatingBaseSmoother(JointSmoother):
                 P = dynamically_consistent_projector(M, Jc)
             else:
                 P = np.eye(model.nv)
-            W.append(projected_noise_whitener(block_projector(P), self._proc_q, self._proc_v, 1e-3 * min(self._proc_q.min(),
-                                                                                            self._proc_v.min())))
+            W.append(
+                projected_noise_whitener(
+                    block_projector(P),
+                    self._proc_q,
+                    self._proc_v,
+                    1e-3 * min(self._proc_q.min(), self._proc_v.min()),
+                )
+            )
         return np.array(W)
 
     # ------------------------------------------------------------------ optimizer (override)
-    def _levenberg_marquardt(self, x, theta, noise, rnd, freeze_theta: bool = False, tol: float | None = None,
-                             max_iterations: int | None = None):
+    def _levenberg_marquardt(
+        self,
+        x,
+        theta,
+        noise,
+        rnd,
+        freeze_theta: bool = False,
+        tol: float | None = None,
+        max_iterations: int | None = None,
+    ):
         """Levenberg–Marquardt with Nielsen's damping update (a trust-region method, no line search).
 
         The floating-base problem couples states, contact forces and θ bilinearly and has weakly
@@ -817,13 +965,16 @@ class FloatingBaseSmoother(JointSmoother):
                 continue
             if pred < 1e-2 * tol * cost:
                 converged = True
-                self._log(f"round {rnd} iter {it:3d}: predicted decrease {pred:.2e} below tolerance; converged")
+                self._log(
+                    f"round {rnd} iter {it:3d}: predicted decrease {pred:.2e} below tolerance; converged"
+                )
                 break
             x_new = self._retract(x, step.dx)
             theta_new = theta + step.dtheta
             with np.errstate(over="ignore", invalid="ignore"):  # a wild trial step is simply rejected
-                new_cost = self._linearize(x_new, theta_new, noise, jacobians=False,
-                                           freeze_theta=freeze_theta).cost()
+                new_cost = self._linearize(
+                    x_new, theta_new, noise, jacobians=False, freeze_theta=freeze_theta
+                ).cost()
             rho = (cost - new_cost) / pred if np.isfinite(new_cost) else -np.inf
             if rho <= 0:
                 lam, nu = lam * nu, nu * 2
@@ -837,11 +988,22 @@ class FloatingBaseSmoother(JointSmoother):
             nu = 2.0
             graph = self._linearize(x, theta, noise, freeze_theta=freeze_theta)
             dt = time.perf_counter() - t0
-            history.append({"round": rnd, "iteration": it, "cost": cost, "lambda": lam, "alpha": 1.0,
-                            "rho": float(rho), "seconds": dt,
-                            "step_theta": float(np.linalg.norm(step.dtheta))})
-            self._log(f"round {rnd} iter {it:3d}: cost {cost:.6e} rel.decrease {rel:.2e} ρ {rho:.2f} "
-                      f"λ {lam:.1e} |δθ| {np.abs(step.dtheta).max():.2e} {dt:.2f} s")
+            history.append(
+                {
+                    "round": rnd,
+                    "iteration": it,
+                    "cost": cost,
+                    "lambda": lam,
+                    "alpha": 1.0,
+                    "rho": float(rho),
+                    "seconds": dt,
+                    "step_theta": float(np.linalg.norm(step.dtheta)),
+                }
+            )
+            self._log(
+                f"round {rnd} iter {it:3d}: cost {cost:.6e} rel.decrease {rel:.2e} ρ {rho:.2f} "
+                f"λ {lam:.1e} |δθ| {np.abs(step.dtheta).max():.2e} {dt:.2f} s"
+            )
             small = pred < tol * cost
             if small and small_prev:
                 converged = True
@@ -863,7 +1025,7 @@ class FloatingBaseSmoother(JointSmoother):
             if J is None:
                 return None
             out = np.zeros(J.shape[:2] + (nx,))
-            out[:, :, :J.shape[2]] = J
+            out[:, :, : J.shape[2]] = J
             return out
 
         def add(J, r, w):  # knot factor with weights w (N, m) or (m,)
@@ -891,50 +1053,58 @@ class FloatingBaseSmoother(JointSmoother):
             r, J = gyro_residual(self._kin_model, self._kin_data, self._imu_fid, q, v, self._gyro, jacobians)
             add(J, r, np.full((1, 3), 1.0 / self._sigma_gyro))
         if self._acc is not None:
-            r, J = accelerometer_residual(self._kin_model, self._kin_data, self._imu_fid, q, v, a, self._acc,
-                                          jacobians)
+            r, J = accelerometer_residual(
+                self._kin_model, self._kin_data, self._imu_fid, q, v, a, self._acc, jacobians
+            )
             add(J, r, np.full((1, 3), 1.0 / self._sigma_acc))
         # contacts
         fl = self._flags.astype(float)
-        rv_all, Jv_all, ra_all, Ja_all = contact_motion_residuals(self._kin_model, self._kin_data, self._fids,
-                                                                  q, v, a, jacobians, self._offset)
-        for i, fid in enumerate(self._fids):
+        rv_all, Jv_all, ra_all, Ja_all = contact_motion_residuals(
+            self._kin_model, self._kin_data, self._fids, q, v, a, jacobians, self._offset
+        )
+        for i in range(self.nf):
             sl = slice(3 * i, 3 * i + 3)
             r, J = ra_all[:, i], None if Ja_all is None else Ja_all[:, i]
             if "contact_acceleration" in shift:
                 r = r + shift["contact_acceleration"][:, sl]
-            add(J, r, fl[:, i:i + 1] / sc["contact_acceleration"])
+            add(J, r, fl[:, i : i + 1] / sc["contact_acceleration"])
             r, J = rv_all[:, i], None if Jv_all is None else Jv_all[:, i]
             if "contact_velocity" in shift:
                 r = r + shift["contact_velocity"][:, sl]
-            add(J, r, fl[:, i:i + 1] / sc["contact_velocity"])
-            ws = (1.0 - fl[:, i:i + 1]) / self.sigma_swing_force
+            add(J, r, fl[:, i : i + 1] / sc["contact_velocity"])
+            ws = (1.0 - fl[:, i : i + 1]) / self.sigma_swing_force
             Jl = None
             if jacobians:
                 Jl = np.zeros((N, 3, nx))
-                Jl[:, :, 3 * nv + 3 * i:3 * nv + 3 * i + 3] = np.eye(3)
+                Jl[:, :, 3 * nv + 3 * i : 3 * nv + 3 * i + 3] = np.eye(3)
             graph.knot.append((None if Jl is None else Jl * ws[:, :, None], lam[:, sl] * ws))
             J0, J1, r = self._height_pair(q, i, jacobians)
             if "contact_height" in shift:
-                r = r + shift["contact_height"][:, i:i + 1]
-            wh = self._stance_pairs[:, i:i + 1] / sc["contact_height"]
-            graph.pair.append((None if J0 is None else J0 * wh[:, :, None],
-                               None if J1 is None else J1 * wh[:, :, None], r * wh))
+                r = r + shift["contact_height"][:, i : i + 1]
+            wh = self._stance_pairs[:, i : i + 1] / sc["contact_height"]
+            graph.pair.append(
+                (
+                    None if J0 is None else J0 * wh[:, :, None],
+                    None if J1 is None else J1 * wh[:, :, None],
+                    r * wh,
+                )
+            )
         # measured forces, unilateral + friction cone (world axes, ground normal +z)
         m, d = self._kin_model, self._kin_data
         for i, fid in enumerate(self._fids):
             sl = slice(3 * nv + 3 * i, 3 * nv + 3 * i + 3)
-            lam_i = lam[:, 3 * i:3 * i + 3]
+            lam_i = lam[:, 3 * i : 3 * i + 3]
             rows = []
             if self._fmeas is not None:
                 r, Jq, Jl = measured_force_residual(m, d, fid, q, lam_i, self._fmeas[:, i], jacobians)
                 rows.append((r, Jq, Jl, np.full((1, 3), 1.0 / self.sigma_force)))
             if self.friction_coefficient is not None:
-                w = fl[:, i:i + 1] / self.sigma_cone
+                w = fl[:, i : i + 1] / self.sigma_cone
                 r, Jq, Jl = unilateral_residual(m, d, fid, q, lam_i, jacobians=jacobians)
                 rows.append((r, Jq, Jl, w))
-                r, Jq, Jl = friction_cone_residual(m, d, fid, q, lam_i, self.friction_coefficient,
-                                                   jacobians=jacobians)
+                r, Jq, Jl = friction_cone_residual(
+                    m, d, fid, q, lam_i, self.friction_coefficient, jacobians=jacobians
+                )
                 rows.append((r, Jq, Jl, w))
             for r, Jq, Jl, w in rows:
                 J = None
@@ -960,13 +1130,22 @@ class FloatingBaseSmoother(JointSmoother):
         pl = integration_residual(self._space, q, v, a, self._h, jacobians)
         if self._proj_whitener is not None:
             Wp = self._proj_whitener
-            graph.pair.append((None if pl.J0 is None else Wp @ pad(pl.J0),
-                               None if pl.J1 is None else Wp @ pad(pl.J1),
-                               np.einsum("nij,nj->ni", Wp, pl.r)))
+            graph.pair.append(
+                (
+                    None if pl.J0 is None else Wp @ pad(pl.J0),
+                    None if pl.J1 is None else Wp @ pad(pl.J1),
+                    np.einsum("nij,nj->ni", Wp, pl.r),
+                )
+            )
         else:
             wp = np.concatenate([1.0 / self._proc_q, 1.0 / self._proc_v])
-            graph.pair.append((None if pl.J0 is None else pad(pl.J0) * wp[None, :, None],
-                               None if pl.J1 is None else pad(pl.J1) * wp[None, :, None], pl.r * wp))
+            graph.pair.append(
+                (
+                    None if pl.J0 is None else pad(pl.J0) * wp[None, :, None],
+                    None if pl.J1 is None else pad(pl.J1) * wp[None, :, None],
+                    pl.r * wp,
+                )
+            )
         # θ: prior, total mass, symmetry
         if freeze_theta:
             if jacobians:
@@ -994,8 +1173,12 @@ class FloatingBaseSmoother(JointSmoother):
     def _retract(self, x, dx):
         q, v, a, lam = x
         nv = v.shape[1]
-        return (self._space.integrate(q, dx[:, :nv]), v + dx[:, nv:2 * nv], a + dx[:, 2 * nv:3 * nv],
-                lam + dx[:, 3 * nv:])
+        return (
+            self._space.integrate(q, dx[:, :nv]),
+            v + dx[:, nv : 2 * nv],
+            a + dx[:, 2 * nv : 3 * nv],
+            lam + dx[:, 3 * nv :],
+        )
 
 
 def _skew(w):

@@ -174,5 +174,6 @@ def contact_motion_residuals(model, data, frame_ids, q, v, a, jacobians=True, of
             pin.forwardKinematics(model, data, q[k], v[k], a[k])
         for i, fid in enumerate(frame_ids):
             _velocity_at(model, data, fid, nv, jacobians, offset, rv[k, i], None if Jv is None else Jv[k, i])
-            _acceleration_at(model, data, fid, nv, jacobians, offset, ra[k, i], None if Ja is None else Ja[k, i])
+            _acceleration_at(model, data, fid, nv, jacobians, offset, ra[k, i],
+                             None if Ja is None else Ja[k, i])
     return rv, Jv, ra, Ja
