@@ -77,7 +77,7 @@ def run(robot_name: str, sigma: float, args) -> dict:
     feet = tuple(train.foot_frames)
     m_true = float(drawn["inertial"][:, 0].sum())
 
-    def heldout(model, window_s):
+    def heldout(model, window_s, mode="forces"):
         return floating_heldout_report(
             model,
             robot,
@@ -85,8 +85,11 @@ def run(robot_name: str, sigma: float, args) -> dict:
             window_s=window_s,
             contact_frames=feet,
             contact_radius=radius,
-            mode="forces",
+            mode=mode,
         )["overall"]
+
+    def consistent(key, model):  # the same, in the contact-consistent subspace (no forces needed)
+        row[f"{key}_contact_consistent"] = heldout(model, window, "contact-consistent")
 
     # the held-out accelerations come from a Savitzky–Golay filter of the held-out log; its window is the
     # one (of a grid) that gives the TRUE parameters the smallest error, used for every method
@@ -95,6 +98,8 @@ def run(robot_name: str, sigma: float, args) -> dict:
     row = {"robot": robot_name, "noise": sigma, "total_mass_true": m_true, "heldout_window_s": window}
     row["floor"] = floors[window]
     row["nominal"] = heldout(nominal_model(robot), window)
+    consistent("floor", p_true)
+    consistent("nominal", nominal_model(robot))
     # decoupled baseline
     t0 = time.perf_counter()
     base = DecoupledFloatingBaseLS().fit(
@@ -106,6 +111,7 @@ def run(robot_name: str, sigma: float, args) -> dict:
     )
     row["decoupled_seconds"] = time.perf_counter() - t0
     row["decoupled"] = heldout(base.result_.estimate, window)
+    consistent("decoupled", base.result_.estimate)
     row["decoupled_mass_error"] = float(base.result_.estimate[: 10 * robot.n_bodies : 10].sum() / m_true - 1)
     # joint smoother (no force measurements: the identification uses encoders, IMU, base pose, efforts)
     kw = dict(knot_stride=args.stride, contact_radius=radius, use_forces=False, verbose=args.verbose)
@@ -119,6 +125,7 @@ def run(robot_name: str, sigma: float, args) -> dict:
     res = sm.result_
     fb = res.extras["floating_base"]
     row["smoother"] = heldout(res, window)
+    consistent("smoother", res)
     row["smoother_mass_error"] = float(fb["total_mass_estimate"] / m_true - 1)
     ang, pos = orientation_errors(train.q_pin[sm._idx], sm.state_["q"])
     row.update(
@@ -139,6 +146,33 @@ def run(robot_name: str, sigma: float, args) -> dict:
     return row
 
 
+def scaling(robot_name: str, knots=(100, 200, 400, 800), stride: int = 5, rate: float = 500.0) -> list[dict]:
+    """Seconds per LM iteration (linearization with Jacobians + O(N) solve + one trial cost) vs knots."""
+    robot = load_robot(robot_name)
+    res = simulate_stance(robot, max(knots) * stride / rate + 0.1, rate, seed=0, noise=0.005, motion="sway",
+                          randomize=True)
+    log = to_log(res)
+    rows = []
+    for n in knots:
+        sub = log.slice(0, n * stride)
+        sm = FloatingBaseSmoother(robot, tuple(res.foot_frames), knot_stride=stride, contact_radius=0.02,
+                                  use_forces=False, max_iterations=1, reweight_rounds=0, constraints="soft",
+                                  determined_std_ratio=None, init="prior").fit(sub)
+        st = sm.state_
+        x, th = (st["q"], st["v"], st["a"], st["lam"]), sm.result_.theta
+        times = []
+        for _ in range(3):
+            t0 = time.perf_counter()
+            g = sm._linearize(x, th, sm.noise_)
+            step = sm._solver.solve(g, 1e-4)
+            sm._linearize(sm._retract(x, step.dx), th + step.dtheta, sm.noise_, jacobians=False).cost()
+            times.append(time.perf_counter() - t0)
+        rows.append({"knots": int(st["q"].shape[0]), "seconds_per_iteration": float(np.median(times))})
+        print(f"{robot_name}: {rows[-1]['knots']} knots: {rows[-1]['seconds_per_iteration']:.3f} s/iteration "
+              f"({1e3 * rows[-1]['seconds_per_iteration'] / rows[-1]['knots']:.2f} ms/knot)", flush=True)
+    return rows
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--robot", default="b1", choices=["b1", "b1_z1"])
@@ -157,8 +191,14 @@ def main():
     )
     ap.add_argument("--tag", default="")
     ap.add_argument("--verbose", action="store_true")
+    ap.add_argument("--scaling", action="store_true", help="time per iteration vs knots instead")
     args = ap.parse_args()
     args.smoother_kwargs = eval(f"dict({args.smoother})")  # benchmark-only convenience
+    if args.scaling:
+        rows = scaling(args.robot)
+        OUT.mkdir(exist_ok=True)
+        (OUT / f"floating_scaling_{args.robot}.json").write_text(json.dumps(rows, indent=1))
+        return
     rows = []
     for s in args.noise:
         row = run(args.robot, s, args)
@@ -173,7 +213,10 @@ def main():
             f"position max {1e3 * row['position_max_m']:.2f} mm, "
             f"constraints max {max(row['constraint_residual_max'].values()):.1e}, "
             f"{row['smoother_seconds']:.0f} s, {row['iterations']} it, "
-            f"{row['seconds_per_iteration']:.3f} s/it, {row['knots']} knots)",
+            f"{row['seconds_per_iteration']:.3f} s/it, {row['knots']} knots); contact-consistent: floor "
+            f"{row['floor_contact_consistent']:.4f}, nominal {row['nominal_contact_consistent']:.4f}, "
+            f"decoupled {row['decoupled_contact_consistent']:.4f}, "
+            f"smoother {row['smoother_contact_consistent']:.4f}",
             flush=True,
         )
     OUT.mkdir(exist_ok=True)

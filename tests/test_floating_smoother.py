@@ -246,3 +246,34 @@ def test_bad_inputs_name_the_culprit(b1, stance):
         FloatingBaseSmoother(load_robot("z1"), FEET).setup()
     with pytest.raises(ValueError, match="constraints"):
         FloatingBaseSmoother(b1, FEET, constraints="very").setup()
+
+
+def test_reset_maps_at_touchdown_have_exact_jacobians(b1):
+    """Trot: touchdown intervals get the impact map (impulse in the touching-down foot's force slot of the
+    previous knot); its whitened blocks (states of both knots and θ) match central differences, and the
+    impulse slot is out of that knot's inverse dynamics."""
+    res = simulate_stance(b1, 1.2, 200, seed=0, motion="trot", randomize=True, noise=0.005)
+    sm = FloatingBaseSmoother(b1, contact_radius=0.02, knot_stride=2, max_iterations=1, reweight_rounds=0,
+                              constraints="soft", use_forces=False, determined_std_ratio=None).fit(to_log(res))
+    assert len(sm._impacts) >= 4
+    k, feet = sm._impacts[0]
+    assert not sm._flags[k, feet].any() and sm._flags[k + 1, feet].all() and sm._impulse_slot[k, feet].all()
+    st = sm.state_
+    x, th = (st["q"], st["v"], st["a"], st["lam"]), sm.result_.theta
+    rng = np.random.default_rng(1)
+    N = st["q"].shape[0]
+    dx, dth = 1e-3 * rng.standard_normal((N, sm.nx)), 1e-3 * rng.standard_normal(th.size)
+    g = sm._linearize(x, th, sm.noise_)
+    eps = 1e-5
+    gp = sm._linearize(sm._retract(x, eps * dx), th + eps * dth, sm.noise_, jacobians=False)
+    gm = sm._linearize(sm._retract(x, -eps * dx), th - eps * dth, sm.noise_, jacobians=False)
+    assert len(g.pair_theta) == len(sm._impacts)
+    for (k, J0, J1, Jt, _), (*_, rp), (*_, rm) in zip(g.pair_theta, gp.pair_theta, gm.pair_theta, strict=True):
+        num = (rp - rm) / (2 * eps)
+        assert np.abs(J0 @ dx[k] + J1 @ dx[k + 1] + Jt @ dth - num).max() <= 1e-5 * np.abs(num).max()
+    # the impulse slot does not enter knot k's inverse dynamics
+    lam2 = st["lam"].copy()
+    lam2[k, 3 * feet[0]:3 * feet[0] + 3] += 100.0
+    r1 = sm.id_factor(st["q"], st["v"], st["a"], st["lam"], th, sm._taum, jacobians=False)[0]
+    r2 = sm.id_factor(st["q"], st["v"], st["a"], lam2, th, sm._taum, jacobians=False)[0]
+    assert np.abs(r2 - r1).max() == 0.0

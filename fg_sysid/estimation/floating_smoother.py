@@ -121,6 +121,11 @@ class FloatingBaseSmoother(JointSmoother):
         reweight_rounds: IRLS rounds re-estimating the joint effort stds from the ID residuals.
         tau_floor_relative: effort noise floor as a fraction of each joint's effort RMS.
         sg_window_s, sg_order: Savitzky–Golay filter of the initial trajectory.
+        init: ``"ls"`` (bounded least-squares initial θ, `_initial_parameters`) or ``"prior"``.
+        determined_std_ratio: inertial directions whose posterior/prior std ratio exceeds it are kept at
+            the prior mean (`_shrink_weak_directions`; None: off).
+        refine_iterations: joint iterations after mapping into the requested parameterization.
+        impacts: reset maps with impulses at touchdowns (`_setup_impacts`); False: plain integration.
     """
 
     #: Initial constraint stds of the augmented Lagrangian (SI units) and the soft-mode stds.
@@ -178,6 +183,7 @@ class FloatingBaseSmoother(JointSmoother):
         refine_iterations: int = 0,
         init: str = "ls",
         determined_std_ratio: float | None = 0.1,
+        impacts: bool = True,
         verbose: bool = False,
     ):
         super().__init__(
@@ -227,6 +233,7 @@ class FloatingBaseSmoother(JointSmoother):
         self.sg_order = sg_order
         self.refine_iterations = refine_iterations
         self.determined_std_ratio = determined_std_ratio
+        self.impacts = impacts
 
     # ------------------------------------------------------------------ setup
     def setup(self, log: Log | None = None) -> FloatingBaseSmoother:
@@ -348,7 +355,12 @@ class FloatingBaseSmoother(JointSmoother):
     def id_factor(self, q, v, a, lam, theta, tau_meas, jacobians: bool = True):
         """Unweighted ID residual with the contact term: r (N, nv), Jx (N, nv, nx), Jθ (N, nv, nθ)."""
         nv = v.shape[1]
+        mask = getattr(self, "_force_mask", None)
+        if mask is not None and mask.shape[0] == q.shape[0]:  # impulse slots are not forces
+            lam = lam * mask
         tau_c, dq, dl = self.contact_term(q, lam, jacobians)
+        if jacobians and mask is not None and mask.shape[0] == q.shape[0]:
+            dl = dl * mask[:, None, :]
         lin = self._id.evaluate(q, v, a, tau_meas, theta, jacobians, external=tau_c)
         if not jacobians:
             return lin.r, None, None
@@ -424,6 +436,7 @@ class FloatingBaseSmoother(JointSmoother):
         self._tau_mask[:, iv] = np.asarray(log.tau_measured, bool)[None, :]
         self._flags = np.stack([np.asarray(log.contacts[f], bool)[idx] for f in self.feet_], axis=1)
         self._stance_pairs = self._flags[1:] & self._flags[:-1]
+        self._setup_impacts()
         # IMU and measured forces
         self._gyro = self._acc = None
         self._imu_fid = None
@@ -886,6 +899,85 @@ class FloatingBaseSmoother(JointSmoother):
             "initial_cost": self._initial_cost,
         }
 
+    # ------------------------------------------------------------------ impacts (reset maps)
+    def _setup_impacts(self):
+        """Touchdowns: a foot in swing at knot k and in stance at k + 1. With ``impacts`` on, the
+        integration factor of that interval is replaced by the reset map (paper 004 eqs. 7–11, plastic
+        impact, restitution 0): the position row from the pre-impact motion,
+        q_{k+1} ⊖ q_k − h v_k − h²/2 a_k = 0, and the impulse–momentum row
+        (M(q_{k+1}) + diag(armature))(v_{k+1} − v⁻) − Σ_f J_fᵀ Λ_f = 0 with v⁻ = v_k + h a_k and the
+        post-impact contact velocity constrained to zero by the stance factors at k + 1. The impulse Λ_f
+        [N·s, foot axes] of a touching-down foot lives in that foot's force slot at knot k (free: the foot
+        is in swing there), which is taken out of knot k's inverse dynamics and swing prior."""
+        N = self._flags.shape[0]
+        self._impacts = []
+        self._impulse_slot = np.zeros((N, self.nf), bool)
+        if self.impacts:
+            touchdown = self._flags[1:] & ~self._flags[:-1]
+            for k in np.nonzero(touchdown.any(axis=1))[0]:
+                feet = np.nonzero(touchdown[k])[0]
+                self._impacts.append((int(k), feet))
+                self._impulse_slot[k, feet] = True
+        self._smooth_interval = np.ones(N - 1)
+        for k, _ in self._impacts:
+            self._smooth_interval[k] = 0.0
+        self._force_mask = np.repeat(~self._impulse_slot, 3, axis=1).astype(float)
+        if self._impacts:
+            m = self.robot.model
+            M = pin.crba(m, m.createData(), self.robot.neutral())
+            self._impact_scale = np.sqrt(np.maximum(np.diag(M), 1e-6))
+            self._log(f"{len(self._impacts)} touchdown intervals: reset maps with impulses")
+
+    def _impact_factors(self, q, v, a, lam, theta, jacobians, freeze_theta):
+        """Whitened impact pair factors [(k, J0, J1, Jθ, r)] (see `_setup_impacts`). Rows: position
+        (process σ_q), impulse–momentum (process σ_v × √diag M at the neutral posture)."""
+        from ..factors.reset_map import impact_residual
+
+        nv, nx, lay = v.shape[1], self.nx, self.layout_
+        iv = self.robot.joint_index_v()
+        p = lay.to_physical(theta)
+        pi = lay.split(p)[0].ravel()
+        arm = np.zeros(nv)
+        arm[iv] = p[lay.s_armature]
+        Jlay = lay.jacobian(theta) if jacobians and not freeze_theta else None
+        wq = 1.0 / self._proc_q
+        wi = 1.0 / (self._proc_v * self._impact_scale)
+        out = []
+        for k, feet in self._impacts:
+            h = float(self._h[k])
+            fids = [self._fids[i] for i in feet]
+            slots = np.concatenate([np.arange(3 * i, 3 * i + 3) for i in feet])
+            vminus = v[k] + h * a[k]
+            rq = self._space.difference(q[k:k + 1], q[k + 1:k + 2])[0] - h * v[k] - 0.5 * h * h * a[k]
+            ri, Ji = impact_residual(self.robot.model, fids, q[k + 1], vminus, v[k + 1], lam[k, slots], pi, arm,
+                                     jacobians)
+            r = np.concatenate([rq * wq, ri[0] * wi])
+            if not jacobians:
+                out.append((k, None, None, None, r))
+                continue
+            J0 = np.zeros((2 * nv, nx))
+            J1 = np.zeros((2 * nv, nx))
+            D0, D1 = self._space.difference_jacobians(q[k:k + 1], q[k + 1:k + 2])
+            J0[:nv, :nv] = D0[0]
+            J0[:nv, nv:2 * nv] = -h * np.eye(nv)
+            J0[:nv, 2 * nv:3 * nv] = -0.5 * h * h * np.eye(nv)
+            J1[:nv, :nv] = D1[0]
+            J0[nv:, nv:2 * nv] = Ji.dv_minus[0]
+            J0[nv:, 2 * nv:3 * nv] = h * Ji.dv_minus[0]
+            J0[nv:, 3 * nv + slots] = Ji.dimpulse[0]
+            J1[nv:, :nv] = Ji.dq[0]
+            J1[nv:, nv:2 * nv] = Ji.dv_plus[0]
+            J0[:nv] *= wq[:, None]
+            J1[:nv] *= wq[:, None]
+            J0[nv:] *= wi[:, None]
+            J1[nv:] *= wi[:, None]
+            Jt = np.zeros((2 * nv, lay.n))
+            if Jlay is not None:
+                Jt[nv:] = (Ji.dparams[0] @ Jlay[lay.s_inertial] + Ji.darmature[0][:, iv] @ Jlay[lay.s_armature])
+                Jt[nv:] *= wi[:, None]
+            out.append((k, J0, J1, Jt, r))
+        return out
+
     # ------------------------------------------------------------------ process noise
     def _projected_whitener(self, x, theta):
         """Per-interval whitening of the integration residual with the process noise projected onto the
@@ -1072,7 +1164,7 @@ class FloatingBaseSmoother(JointSmoother):
             if "contact_velocity" in shift:
                 r = r + shift["contact_velocity"][:, sl]
             add(J, r, fl[:, i : i + 1] / sc["contact_velocity"])
-            ws = (1.0 - fl[:, i : i + 1]) / self.sigma_swing_force
+            ws = (1.0 - fl[:, i : i + 1] - self._impulse_slot[:, i : i + 1]) / self.sigma_swing_force
             Jl = None
             if jacobians:
                 Jl = np.zeros((N, 3, nx))
@@ -1126,8 +1218,13 @@ class FloatingBaseSmoother(JointSmoother):
             graph.knot_theta.append((Jx * W[:, :, None], Jt * W[:, :, None], r * W))
         else:
             graph.knot_theta.append((None, None, r * W))
-        # integration
+        # integration (touchdown intervals: replaced by the impact map below)
         pl = integration_residual(self._space, q, v, a, self._h, jacobians)
+        keep = self._smooth_interval[:, None]
+        pl = type(pl)(pl.r * keep, None if pl.J0 is None else pl.J0 * keep[..., None],
+                      None if pl.J1 is None else pl.J1 * keep[..., None])
+        if self._impacts:
+            graph.pair_theta.extend(self._impact_factors(q, v, a, lam, theta, jacobians, freeze_theta))
         if self._proj_whitener is not None:
             Wp = self._proj_whitener
             graph.pair.append(

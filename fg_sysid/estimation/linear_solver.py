@@ -40,6 +40,9 @@ class LinearizedGraph:
     knot: list = field(default_factory=list)  # [(J (N, m, nx), r (N, m))]
     knot_theta: list = field(default_factory=list)  # [(Jx (N, m, nx), Jt (N, m, nθ), r (N, m))]
     pair: list = field(default_factory=list)  # [(J0 (N-1, m, nx), J1 (N-1, m, nx), r (N-1, m))]
+    #: Sparse pair factors on (x_k, x_{k+1}, θ) (e.g. impact maps at touchdown):
+    #: [(k, J0 (m, nx), J1 (m, nx), Jθ (m, nθ), r (m,))]
+    pair_theta: list = field(default_factory=list)
     #: Optional dict shared across linearizations whose knot and pair Jacobians do not change (vector-space
     #: configurations, fixed noise levels): their Gram blocks are computed once and reused.
     gram_cache: dict | None = None
@@ -55,7 +58,8 @@ class LinearizedGraph:
         return {
             "knot": 0.5 * sum(float(np.sum(r * r)) for _, r in self.knot),
             "knot_theta": 0.5 * sum(float(np.sum(r * r)) for _, _, r in self.knot_theta),
-            "pair": 0.5 * sum(float(np.sum(r * r)) for _, _, r in self.pair),
+            "pair": 0.5 * sum(float(np.sum(r * r)) for _, _, r in self.pair)
+            + 0.5 * sum(float(np.sum(r * r)) for *_, r in self.pair_theta),
             "prior": 0.0 if self.prior_r is None else 0.5 * float(np.sum(self.prior_r ** 2)),
         }
 
@@ -66,6 +70,8 @@ class LinearizedGraph:
         for _, _, r in self.knot_theta:
             c += float(np.sum(r * r))
         for _, _, r in self.pair:
+            c += float(np.sum(r * r))
+        for *_, r in self.pair_theta:
             c += float(np.sum(r * r))
         if self.prior_r is not None:
             c += float(np.sum(self.prior_r ** 2))
@@ -128,6 +134,16 @@ class LinearizedGraph:
             self.gram_cache["knot_pair"] = (Dk, B.copy())
         if not c_set:
             C[:] = 0.0
+        for k, J0, J1, Jt, r in self.pair_theta:
+            D[k] += J0.T @ J0
+            D[k + 1] += J1.T @ J1
+            B[k] += J0.T @ J1
+            C[k] += J0.T @ Jt
+            C[k + 1] += J1.T @ Jt
+            Htt += Jt.T @ Jt
+            gx[k] += J0.T @ r
+            gx[k + 1] += J1.T @ r
+            gt += Jt.T @ r
         if self.prior_w is not None:
             Jp = self.prior_jacobian()
             Htt += Jp.T @ Jp
@@ -250,6 +266,8 @@ def solve_gtsam(graph: LinearizedGraph, lam: float = 0.0) -> Step:
     from ..factors.keys import THETA, state
 
     N, nx, nt = graph.n_knots, graph.nx, graph.ntheta
+    if graph.pair_theta:
+        raise NotImplementedError("solve_gtsam: pair factors on (x_k, x_k+1, θ) are not supported")
     gfg = gtsam.GaussianFactorGraph()
     unit = {}
 
