@@ -254,7 +254,8 @@ def test_reset_maps_at_touchdown_have_exact_jacobians(b1):
     impulse slot is out of that knot's inverse dynamics."""
     res = simulate_stance(b1, 1.2, 200, seed=0, motion="trot", randomize=True, noise=0.005)
     sm = FloatingBaseSmoother(b1, contact_radius=0.02, knot_stride=2, max_iterations=1, reweight_rounds=0,
-                              constraints="soft", use_forces=False, determined_std_ratio=None).fit(to_log(res))
+                              constraints="soft", use_forces=False, determined_std_ratio=None,
+                              impacts=True).fit(to_log(res))
     assert len(sm._impacts) >= 4
     k, feet = sm._impacts[0]
     assert not sm._flags[k, feet].any() and sm._flags[k + 1, feet].all() and sm._impulse_slot[k, feet].all()

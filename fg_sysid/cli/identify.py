@@ -295,6 +295,9 @@ def _positive(name, val, allow_none=True):
 @click.option("--process-noise", type=click.Choice(("unprojected", "projected")), default="unprojected",
               show_default=True, help="Floating base: process noise projected onto the contact null space "
                                       "(paper 004 eqs. 36-37) or not.")
+@click.option("--impacts/--no-impacts", default=False, show_default=True,
+              help="Floating base: reset maps with impulses at touchdowns (paper 004 eqs. 7-11) instead of "
+                   "the plain integration factor (stiff contacts).")
 @click.option("--use-forces/--no-use-forces", default=True, show_default=True,
               help="Floating base: use measured contact forces (force.<frame>.*) as factors when the log "
                    "has them.")
@@ -302,7 +305,7 @@ def _positive(name, val, allow_none=True):
 def identify_cmd(log_path, robot_source, out, method, knot_stride, sigma_q, sigma_v, sigma_tau, inertia,
                  friction, friction_velocity_scale, max_iterations, contact_radius, total_mass,
                  total_mass_std,
-                 symmetry, symmetry_std, constraints, process_noise, use_forces, quiet):
+                 symmetry, symmetry_std, constraints, process_noise, impacts, use_forces, quiet):
     """Identify ROBOT's physical parameters from LOG (CSV or Parquet, t/q.*/v.*/tau.* columns).
 
     Robot joints without a q.<joint> column in LOG are locked at neutral (with a warning). DIR (--out)
@@ -333,7 +336,7 @@ def identify_cmd(log_path, robot_source, out, method, knot_stride, sigma_q, sigm
             friction=friction, friction_velocity_scale=friction_velocity_scale, max_iterations=max_iterations,
             contact_radius=contact_radius, total_mass=total_mass, total_mass_std=total_mass_std,
             symmetry="robot" if symmetry else None, symmetry_std=symmetry_std, constraints=constraints,
-            process_noise=process_noise, use_forces=use_forces))
+            process_noise=process_noise, impacts=impacts, use_forces=use_forces))
         return
     options = {"knot_stride": knot_stride, "sigma_q": sigma_q, "sigma_v": sigma_v, "sigma_tau": sigma_tau,
                "inertia": inertia if method == "smoother" else "raw", "friction": friction,
