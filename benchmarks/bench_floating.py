@@ -25,12 +25,12 @@ import time
 from pathlib import Path
 
 import numpy as np
-import pinocchio as pin
 
 from fg_sysid.datasets.mujoco_sim import draw_truth, simulate_stance, to_log
 from fg_sysid.estimation.baseline import parameter_names
 from fg_sysid.estimation.floating_baseline import DecoupledFloatingBaseLS
 from fg_sysid.estimation.floating_smoother import FloatingBaseSmoother, full_configuration
+from fg_sysid.estimation.metrics import base_pose_errors
 from fg_sysid.floating_validation import floating_heldout_report
 from fg_sysid.robots import load_robot
 from fg_sysid.validation import nominal_model
@@ -42,16 +42,6 @@ WINDOWS = (0.03, 0.05, 0.1, 0.2)  # held-out SG windows [s]
 def truth_vector(robot, truth: dict) -> np.ndarray:
     names = parameter_names(robot)
     return np.array([truth["parameters"][n] for n in names], float)
-
-
-def orientation_errors(q_true: np.ndarray, q_est: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per-knot base orientation error [deg] and position error [m]."""
-    ang = np.empty(len(q_true))
-    for k, (qt, qe) in enumerate(zip(q_true, q_est, strict=True)):
-        Rt = pin.Quaternion(qt[6], *qt[3:6]).toRotationMatrix()
-        Re = pin.Quaternion(qe[6], *qe[3:6]).toRotationMatrix()
-        ang[k] = np.degrees(np.linalg.norm(pin.log3(Rt.T @ Re)))
-    return ang, np.linalg.norm(q_true[:, :3] - q_est[:, :3], axis=1)
 
 
 def run(robot_name: str, sigma: float, args) -> dict:
@@ -127,7 +117,7 @@ def run(robot_name: str, sigma: float, args) -> dict:
     row["smoother"] = heldout(res, window)
     consistent("smoother", res)
     row["smoother_mass_error"] = float(fb["total_mass_estimate"] / m_true - 1)
-    ang, pos = orientation_errors(train.q_pin[sm._idx], sm.state_["q"])
+    ang, pos = base_pose_errors(train.q_pin[sm._idx], sm.state_["q"])
     row.update(
         orientation_max_deg=float(ang.max()),
         orientation_rms_deg=float(np.sqrt(np.mean(ang**2))),

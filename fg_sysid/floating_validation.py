@@ -35,12 +35,11 @@ import pinocchio as pin
 from .datasets.log import Log
 from .robots import RobotModel
 from .validation import (
-    DEFAULT_SG_POLYORDER,
-    DEFAULT_SG_WINDOW_S,
     _physical_vector,
     load_model,
     relative_rmse,
     relative_rmse_per_joint,
+    sg_settings,
 )
 
 #: relative singular-value threshold of the stacked contact Jacobian's rank (as `contact_null_space`)
@@ -83,7 +82,6 @@ def floating_states(
     columns), the robot is not a free flyer, or the log is too short for the window. ``info``: window
     (samples, seconds), order, dt, velocity source.
     """
-    import math
 
     from .estimation.floating_baseline import _odd_window, manifold_sg_states
     from .estimation.floating_smoother import full_configuration
@@ -99,12 +97,7 @@ def floating_states(
             f"log {log.source!r} has no base pose (missing columns {', '.join(missing)}): "
             f"floating-base prediction of robot {robot.name!r} needs it"
         )
-    window_s = DEFAULT_SG_WINDOW_S if window_s is None else float(window_s)
-    polyorder = DEFAULT_SG_POLYORDER if polyorder is None else int(polyorder)
-    if not (math.isfinite(window_s) and window_s > 0):
-        raise ValueError(f"SG window must be a positive duration, got {window_s} s")
-    if polyorder < 2:
-        raise ValueError(f"SG polynomial order must be >= 2 for accelerations, got {polyorder}")
+    window_s, polyorder = sg_settings(window_s, polyorder)
     t = np.asarray(log.t, float)
     dts = np.diff(t)
     dt = float(np.median(dts))

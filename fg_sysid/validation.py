@@ -39,6 +39,17 @@ MODEL_VERSION = 1
 # ---------------------------------------------------------------------------------------------- errors
 
 # ---------------------------------------------------------------------------------------------- derivatives
+def sg_settings(window_s: float | None, polyorder: int | None) -> tuple[float, int]:
+    """Savitzky–Golay window [s] and order with the defaults filled in; ValueError when unusable."""
+    window_s = DEFAULT_SG_WINDOW_S if window_s is None else float(window_s)
+    polyorder = DEFAULT_SG_POLYORDER if polyorder is None else int(polyorder)
+    if not (math.isfinite(window_s) and window_s > 0):
+        raise ValueError(f"SG window must be a positive duration, got {window_s} s")
+    if polyorder < 2:
+        raise ValueError(f"SG polynomial order must be >= 2 for accelerations, got {polyorder}")
+    return window_s, polyorder
+
+
 def heldout_accelerations(log: Log, window_s: float | None = None, polyorder: int | None = None,
                           use_logged_velocity: bool = True) -> tuple[np.ndarray, np.ndarray, dict]:
     """(v, a, info) for a log without accelerations, by SG differentiation of ``q``.
@@ -50,12 +61,7 @@ def heldout_accelerations(log: Log, window_s: float | None = None, polyorder: in
     """
     from scipy.signal import savgol_filter
 
-    window_s = DEFAULT_SG_WINDOW_S if window_s is None else float(window_s)
-    polyorder = DEFAULT_SG_POLYORDER if polyorder is None else int(polyorder)
-    if not (math.isfinite(window_s) and window_s > 0):
-        raise ValueError(f"SG window must be a positive duration, got {window_s} s")
-    if polyorder < 2:
-        raise ValueError(f"SG polynomial order must be >= 2 for accelerations, got {polyorder}")
+    window_s, polyorder = sg_settings(window_s, polyorder)
     t = np.asarray(log.t, float)
     q = np.asarray(log.q, float)
     n = t.size

@@ -269,7 +269,8 @@ def test_reset_maps_at_touchdown_have_exact_jacobians(b1):
     gp = sm._linearize(sm._retract(x, eps * dx), th + eps * dth, sm.noise_, jacobians=False)
     gm = sm._linearize(sm._retract(x, -eps * dx), th - eps * dth, sm.noise_, jacobians=False)
     assert len(g.pair_theta) == len(sm._impacts)
-    for (k, J0, J1, Jt, _), (*_, rp), (*_, rm) in zip(g.pair_theta, gp.pair_theta, gm.pair_theta, strict=True):
+    blocks = zip(g.pair_theta, gp.pair_theta, gm.pair_theta, strict=True)
+    for (k, J0, J1, Jt, _), (*_, rp), (*_, rm) in blocks:
         num = (rp - rm) / (2 * eps)
         assert np.abs(J0 @ dx[k] + J1 @ dx[k + 1] + Jt @ dth - num).max() <= 1e-5 * np.abs(num).max()
     # the impulse slot does not enter knot k's inverse dynamics

@@ -406,20 +406,8 @@ def floating_demo(robot, robot_name, out, duration, rate, noise, seed, quick, qu
         ang, pos = base_pose_errors(train.q_pin[sm._idx], sm.state_["q"])
         m_sm = fb["total_mass_estimate"]
         m_ls = float(np.sum(results["ls-sg"][0].estimate[: 10 * robot.n_bodies : 10]))
-        rep = floating_heldout_report(
-            results["smoother"][0],
-            robot,
-            log_held,
-            window_s=window,
-            contact_frames=feet,
-            contact_radius=radius,
-            mode="forces",
-        )
-        keep = np.asarray(rep["t"]) <= rep["t"][0] + 3.0
-        rows_used = np.asarray(rep["rows"])[keep]
-        preds = {}
-        for label in ("identified (smoother)", "decoupled LS (baseline)", "nominal URDF"):
-            r = floating_heldout_report(
+        reps = {
+            label: floating_heldout_report(
                 models[label],
                 robot,
                 log_held,
@@ -428,7 +416,12 @@ def floating_demo(robot, robot_name, out, duration, rate, noise, seed, quick, qu
                 contact_radius=radius,
                 mode="forces",
             )
-            preds[label] = np.asarray(r["tau"])[keep]
+            for label in ("identified (smoother)", "decoupled LS (baseline)", "nominal URDF")
+        }
+        rep = reps["identified (smoother)"]
+        keep = np.asarray(rep["t"]) <= rep["t"][0] + 3.0
+        rows_used = np.asarray(rep["rows"])[keep]
+        preds = {label: np.asarray(r["tau"])[keep] for label, r in reps.items()}
         plot_efforts(
             np.asarray(rep["t"])[keep],
             np.asarray(log_held.tau)[rows_used],

@@ -30,10 +30,18 @@ Factors (all whitened; σ's in SI units):
 * θ prior as in `JointSmoother`, plus the known total mass and the left–right symmetry of mirrored
   limbs (paper 004 Sec. I-C / IX-C), each a soft prior or a constraint.
 
+* optionally (``impacts=True``) reset maps with impulses at touchdowns (eqs. 7–11, `_setup_impacts`).
+
+Stages (docs/floating-base.md): states with θ held → all, raw inertial parameters → weakly determined
+inertial directions back to the prior → requested (log-Cholesky) parameterization, consistent set →
+constraints to tolerance with θ held.
+
 Constraints (``constraints="hard"``) are enforced by an augmented Lagrangian on top of the
 Levenberg–Marquardt loop: each constraint row c(x, θ) enters the least squares as (c + s)/σ_c with a
 moderate σ_c, and after each inner solve the shift is updated s ← s + c (s/σ_c² is the Lagrange
-multiplier estimate); σ_c shrinks tenfold when a round does not reduce the violation fourfold. This
+multiplier estimate); σ_c shrinks tenfold (at most three times) when a round does not reduce the
+violation fourfold. The total-mass and symmetry equalities, linear in the physical parameters, are
+enforced by projection instead (`_enforce_parameter_equalities`). This
 keeps the normal equations as well conditioned as a soft problem (no 1e12 weights, no change to the
 O(N) elimination) while the violation goes to zero; rounds stop when every constraint is below
 ``constraint_tol`` (1e-6 in SI units: N, N·m, m, m/s, m/s²). ``constraints="soft"`` keeps the first
@@ -951,8 +959,8 @@ class FloatingBaseSmoother(JointSmoother):
             slots = np.concatenate([np.arange(3 * i, 3 * i + 3) for i in feet])
             vminus = v[k] + h * a[k]
             rq = self._space.difference(q[k:k + 1], q[k + 1:k + 2])[0] - h * v[k] - 0.5 * h * h * a[k]
-            ri, Ji = impact_residual(self.robot.model, fids, q[k + 1], vminus, v[k + 1], lam[k, slots], pi, arm,
-                                     jacobians)
+            ri, Ji = impact_residual(self.robot.model, fids, q[k + 1], vminus, v[k + 1], lam[k, slots], pi,
+                                     arm, jacobians)
             r = np.concatenate([rq * wq, ri[0] * wi])
             if not jacobians:
                 out.append((k, None, None, None, r))
@@ -975,7 +983,7 @@ class FloatingBaseSmoother(JointSmoother):
             J1[nv:] *= wi[:, None]
             Jt = np.zeros((2 * nv, lay.n))
             if Jlay is not None:
-                Jt[nv:] = (Ji.dparams[0] @ Jlay[lay.s_inertial] + Ji.darmature[0][:, iv] @ Jlay[lay.s_armature])
+                Jt[nv:] = Ji.dparams[0] @ Jlay[lay.s_inertial] + Ji.darmature[0][:, iv] @ Jlay[lay.s_armature]
                 Jt[nv:] *= wi[:, None]
             out.append((k, J0, J1, Jt, r))
         return out

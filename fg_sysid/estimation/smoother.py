@@ -88,11 +88,6 @@ class JointSmoother:
         verbose: print one line per iteration to stderr.
     """
 
-    #: LM details subclasses may change: largest |δθ| per step (None: no limit) and raising the damping
-    #: after a step the line search had to shorten (False: only after failed steps).
-    theta_step_limit: float | None = None
-    adaptive_damping: bool = False
-
     def __init__(self, robot: RobotModel, inertia: str = "log-cholesky",
                  friction: str = "coulomb-viscous", friction_velocity_scale: float = 0.05,
                  knot_stride: int = 1, sigma_q=None, sigma_v=None, sigma_tau=None, sigma_process=None,
@@ -395,12 +390,7 @@ class JointSmoother:
                 if np.isfinite(pred) and pred < tol * 1e-2 * cost:
                     break  # the model predicts nothing more to gain
                 alpha = 1.0
-                if self.theta_step_limit is not None:  # trust region on θ: the parameterizations are exp/log
-                    big = float(np.max(np.abs(step.dtheta), initial=0.0))
-                    if big > self.theta_step_limit:
-                        alpha = self.theta_step_limit / big
-                alpha0 = alpha
-                while alpha >= alpha0 / 64:
+                while alpha >= 1 / 64:
                     x_new = self._retract(x, alpha * step.dx)
                     theta_new = theta + alpha * step.dtheta
                     new_cost = cost_at(x_new, theta_new)
@@ -411,8 +401,6 @@ class JointSmoother:
                 if accepted:
                     if alpha == 1.0:
                         lam = max(lam / 10, 1e-12)
-                    elif self.adaptive_damping and alpha < alpha0:
-                        lam = max(lam * 10, 1e-6)  # the linear model overshoots: damp the next step more
                     break
                 lam = max(lam * 10, 1e-6)
             if not accepted:
