@@ -279,3 +279,17 @@ def test_reset_maps_at_touchdown_have_exact_jacobians(b1):
     r1 = sm.id_factor(st["q"], st["v"], st["a"], st["lam"], th, sm._taum, jacobians=False)[0]
     r2 = sm.id_factor(st["q"], st["v"], st["a"], lam2, th, sm._taum, jacobians=False)[0]
     assert np.abs(r2 - r1).max() == 0.0
+
+
+def test_touchdown_settle_delays_the_stance_constraints(b1):
+    res = simulate_stance(b1, 1.2, 200, seed=0, motion="trot", randomize=True, noise=0.005)
+    sm = FloatingBaseSmoother(b1, knot_stride=2, max_iterations=1, reweight_rounds=0, constraints="soft",
+                              use_forces=False, determined_std_ratio=None,
+                              touchdown_settle_s=0.02).fit(to_log(res))
+    F, C = sm._flags, sm._cflags
+    assert (C <= F).all() and (C != F).any()
+    td = np.argwhere(F[1:] & ~F[:-1]) + [1, 0]  # (knot, foot) of touchdowns
+    for k, i in td:
+        assert not C[k, i] and not C[min(k + 1, len(C) - 1), i]  # 0.02 s = 2 knots of 0.01 s
+        if k + 2 < len(C) and F[k + 2, i]:
+            assert C[k + 2, i]

@@ -298,6 +298,9 @@ def _positive(name, val, allow_none=True):
 @click.option("--impacts/--no-impacts", default=False, show_default=True,
               help="Floating base: reset maps with impulses at touchdowns (paper 004 eqs. 7-11) instead of "
                    "the plain integration factor (stiff contacts).")
+@click.option("--touchdown-settle", type=float, default=0.0, show_default=True,
+              help="Floating base: stance constraints of a foot start this long after its contact flag turns "
+                   "on [s] (flags that switch on while the foot still moves).")
 @click.option("--use-forces/--no-use-forces", default=True, show_default=True,
               help="Floating base: use measured contact forces (force.<frame>.*) as factors when the log "
                    "has them.")
@@ -305,7 +308,8 @@ def _positive(name, val, allow_none=True):
 def identify_cmd(log_path, robot_source, out, method, knot_stride, sigma_q, sigma_v, sigma_tau, inertia,
                  friction, friction_velocity_scale, max_iterations, contact_radius, total_mass,
                  total_mass_std,
-                 symmetry, symmetry_std, constraints, process_noise, impacts, use_forces, quiet):
+                 symmetry, symmetry_std, constraints, process_noise, impacts, touchdown_settle, use_forces,
+                 quiet):
     """Identify ROBOT's physical parameters from LOG (CSV or Parquet, t/q.*/v.*/tau.* columns).
 
     Robot joints without a q.<joint> column in LOG are locked at neutral (with a warning). DIR (--out)
@@ -336,7 +340,8 @@ def identify_cmd(log_path, robot_source, out, method, knot_stride, sigma_q, sigm
             friction=friction, friction_velocity_scale=friction_velocity_scale, max_iterations=max_iterations,
             contact_radius=contact_radius, total_mass=total_mass, total_mass_std=total_mass_std,
             symmetry="robot" if symmetry else None, symmetry_std=symmetry_std, constraints=constraints,
-            process_noise=process_noise, impacts=impacts, use_forces=use_forces))
+            process_noise=process_noise, impacts=impacts, touchdown_settle_s=touchdown_settle,
+            use_forces=use_forces))
         return
     options = {"knot_stride": knot_stride, "sigma_q": sigma_q, "sigma_v": sigma_v, "sigma_tau": sigma_tau,
                "inertia": inertia if method == "smoother" else "raw", "friction": friction,
@@ -378,7 +383,7 @@ def _identify_floating(robot, log, log_path, robot_source, out, method, quiet, o
     for name in ("contact_radius", "total_mass"):
         if options[name] is not None and not (math.isfinite(options[name]) and options[name] >= 0):
             fail(f"--{name.replace('_', '-')} must be a non-negative number, got {options[name]}")
-    for name in ("total_mass_std", "symmetry_std"):
+    for name in ("total_mass_std", "symmetry_std", "touchdown_settle_s"):
         if not (math.isfinite(options[name]) and options[name] >= 0):
             fail(f"--{name.replace('_', '-')} must be >= 0, got {options[name]}")
     t0 = time.perf_counter()

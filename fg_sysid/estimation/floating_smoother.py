@@ -133,6 +133,8 @@ class FloatingBaseSmoother(JointSmoother):
         determined_std_ratio: inertial directions whose posterior/prior std ratio exceeds it are kept at
             the prior mean (`_shrink_weak_directions`; None: off).
         refine_iterations: joint iterations after mapping into the requested parameterization.
+        touchdown_settle_s: the stance constraints of a foot start this long after its touchdown flag [s]
+            (flags that switch on while the foot still moves); 0: at the flag.
         impacts: reset maps with impulses at touchdowns (`_setup_impacts`). Default off: on MuJoCo trot
             logs (soft contacts spread an impact over ~a knot interval) they measured worse than the plain
             integration factor (docs/benchmarks.md).
@@ -194,6 +196,7 @@ class FloatingBaseSmoother(JointSmoother):
         init: str = "ls",
         determined_std_ratio: float | None = 0.1,
         impacts: bool = False,
+        touchdown_settle_s: float = 0.0,
         verbose: bool = False,
     ):
         super().__init__(
@@ -244,6 +247,7 @@ class FloatingBaseSmoother(JointSmoother):
         self.refine_iterations = refine_iterations
         self.determined_std_ratio = determined_std_ratio
         self.impacts = impacts
+        self.touchdown_settle_s = touchdown_settle_s
 
     # ------------------------------------------------------------------ setup
     def setup(self, log: Log | None = None) -> FloatingBaseSmoother:
@@ -445,7 +449,18 @@ class FloatingBaseSmoother(JointSmoother):
         self._tau_mask = np.ones((idx.size, nv), bool)
         self._tau_mask[:, iv] = np.asarray(log.tau_measured, bool)[None, :]
         self._flags = np.stack([np.asarray(log.contacts[f], bool)[idx] for f in self.feet_], axis=1)
-        self._stance_pairs = self._flags[1:] & self._flags[:-1]
+        # contact constraints start `touchdown_settle_s` after a touchdown (a flag that turns on while the
+        # foot still moves, as MuJoCo's and many estimators' do); the force is free from the flag on
+        self._cflags = self._flags.copy()
+        n_settle = int(np.ceil(self.touchdown_settle_s / max(float(np.median(self._h)), 1e-12) - 1e-9))
+        if n_settle > 0:
+            for i in range(self.nf):
+                run = 0
+                for k in range(self._flags.shape[0]):
+                    run = run + 1 if self._flags[k, i] else 0
+                    if 0 < run <= n_settle and k > 0:
+                        self._cflags[k, i] = False
+        self._stance_pairs = self._cflags[1:] & self._cflags[:-1]
         self._setup_impacts()
         # IMU and measured forces
         self._gyro = self._acc = None
@@ -757,7 +772,7 @@ class FloatingBaseSmoother(JointSmoother):
         q, v, a, lam = x
         r_id = self.id_factor(q, v, a, lam, theta, self._taum, jacobians=False)[0]
         out = {"base_wrench": r_id[:, :6]}
-        fl = self._flags.astype(float)
+        fl = self._cflags.astype(float)
         rv, _, ra, _ = contact_motion_residuals(
             self._kin_model, self._kin_data, self._fids, q, v, a, False, self._offset
         )
@@ -1159,8 +1174,9 @@ class FloatingBaseSmoother(JointSmoother):
                 self._kin_model, self._kin_data, self._imu_fid, q, v, a, self._acc, jacobians
             )
             add(J, r, np.full((1, 3), 1.0 / self._sigma_acc))
-        # contacts
-        fl = self._flags.astype(float)
+        # contacts (constraints on settled stance knots; swing prior where the flag is off)
+        fl = self._cflags.astype(float)
+        fl_swing = self._flags.astype(float)
         rv_all, Jv_all, ra_all, Ja_all = contact_motion_residuals(
             self._kin_model, self._kin_data, self._fids, q, v, a, jacobians, self._offset
         )
@@ -1174,7 +1190,7 @@ class FloatingBaseSmoother(JointSmoother):
             if "contact_velocity" in shift:
                 r = r + shift["contact_velocity"][:, sl]
             add(J, r, fl[:, i : i + 1] / sc["contact_velocity"])
-            ws = (1.0 - fl[:, i : i + 1] - self._impulse_slot[:, i : i + 1]) / self.sigma_swing_force
+            ws = (1.0 - fl_swing[:, i : i + 1] - self._impulse_slot[:, i : i + 1]) / self.sigma_swing_force
             Jl = None
             if jacobians:
                 Jl = np.zeros((N, 3, nx))
