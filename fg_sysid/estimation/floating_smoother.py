@@ -172,7 +172,7 @@ class FloatingBaseSmoother(JointSmoother):
         contact_radius: float | None = None,
         constraints: str = "hard",
         constraint_tol: float = 1e-6,
-        constraint_rounds: int = 12,
+        constraint_rounds: int = 20,
         total_mass: float | None = None,
         total_mass_std: float = 0.0,
         symmetry=None,
@@ -835,6 +835,10 @@ class FloatingBaseSmoother(JointSmoother):
                 # keep the multipliers y = s/σ²: s scales with σ²
                 self._shift = {k: 0.01 * s for k, s in self._shift.items()}
             worst_prev = worst
+        if _worst(viol) > self.constraint_tol:
+            warnings.warn(f"hard constraints not satisfied after {rnd} augmented-Lagrangian rounds: worst "
+                          f"residual {_worst(viol):.2e} > {self.constraint_tol:g} (see summary.json "
+                          f"constraints; more rounds: constraint_rounds)", stacklevel=3)
         return x, theta, converged, history, viol, rnd
 
     # ------------------------------------------------------------------ result
