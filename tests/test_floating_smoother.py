@@ -293,3 +293,18 @@ def test_touchdown_settle_delays_the_stance_constraints(b1):
         assert not C[k, i] and not C[min(k + 1, len(C) - 1), i]  # 0.02 s = 2 knots of 0.01 s
         if k + 2 < len(C) and F[k + 2, i]:
             assert C[k + 2, i]
+
+
+def test_unmeasured_efforts_are_left_out(b1, stance):
+    """An all-NaN effort column means "not measured": its rows leave the graph (with a warning naming the
+    joint) and the fit still satisfies the constraints."""
+    import dataclasses
+
+    _, log = stance
+    tau = np.asarray(log.tau, float).copy()
+    tau[:, 0] = np.nan
+    with pytest.warns(UserWarning, match="FL_hip_joint"):
+        sm = FloatingBaseSmoother(b1, knot_stride=3, use_forces=False, max_iterations=10).fit(
+            dataclasses.replace(log, tau=tau))
+    assert sm.result_.extras["floating_base"]["constraints_satisfied"]
+    assert np.isfinite(sm.result_.estimate).all()

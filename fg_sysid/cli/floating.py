@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import time
+import warnings
 from pathlib import Path
 
 import click
@@ -101,6 +102,7 @@ def write_floating_identification(
         frames, radius = fb["contact_frames"], fb["contact_radius"]
         traj = result.trajectory
         r_id = estimator.state_["id_residual"][:, robot.joint_index_v()]
+        r_id = np.where(np.asarray(log.tau_measured, bool)[None, :], r_id, np.nan)  # unmeasured: no residual
         idx = estimator._idx
     else:
         table, summary = _decoupled_table_summary(result, robot)
@@ -130,10 +132,13 @@ def write_floating_identification(
     )
     if r_id is not None:
         tau_meas = np.asarray(log.tau, float)[idx]
-        rms_meas = np.sqrt(np.nanmean(tau_meas**2, axis=0))
-        per = np.sqrt(np.mean(r_id**2, axis=0)) / np.where(rms_meas > 0, rms_meas, np.nan)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN (unmeasured) effort columns
+            rms_meas = np.sqrt(np.nanmean(tau_meas**2, axis=0))
+        with np.errstate(invalid="ignore"):
+            per = np.sqrt(np.mean(r_id**2, axis=0)) / np.where(rms_meas > 0, rms_meas, np.nan)
         summary["training_relative_rmse"] = {
-            "overall": float(np.sqrt(np.mean(r_id**2)) / np.sqrt(np.nanmean(tau_meas**2))),
+            "overall": float(np.sqrt(np.nanmean(r_id**2)) / np.sqrt(np.nanmean(tau_meas**2))),
             "per_joint": dict(zip(names, per.tolist(), strict=True)),
             "note": "model efforts (with the estimated contact forces) at the smoothed trajectory vs "
             "measured",

@@ -511,7 +511,13 @@ class FloatingBaseSmoother(JointSmoother):
         )
         self._p_bar = p_bar
         theta = self._use_parameterization("raw", p_bar)
-        p_init = self._initial_parameters(log, qfull, p_bar) if self.init == "ls" and has_base else None
+        unmeasured = [j for j, m_ in zip(robot.joint_names, log.tau_measured, strict=True) if not m_]
+        if unmeasured:
+            warnings.warn(f"efforts not measured for joints {unmeasured}: their inverse-dynamics rows are "
+                          "left out (and the least-squares initial θ, which needs every effort, is skipped)",
+                          stacklevel=3)
+        use_ls = self.init == "ls" and has_base and not unmeasured
+        p_init = self._initial_parameters(log, qfull, p_bar) if use_ls else None
         if p_init is not None:
             theta = self._use_parameterization("raw", p_init)
         # λ: static split of the nominal weight over the stance feet, rotated into the foot frames
@@ -555,7 +561,7 @@ class FloatingBaseSmoother(JointSmoother):
             history += hist
         # stage 3: physically consistent parameters in the requested parameterization. Bodies whose raw
         # estimate is not consistent are projected onto the consistent set (nearest pseudo-inertia with
-        # eigenvalues above a floor), then states, forces and θ are refined together
+        # eigenvalues above a floor); optionally states, forces and θ refined together
         p_raw = self.layout_.to_physical(theta)
         self.projected_bodies_ = check_physical_consistency(
             self.layout_.split(p_raw)[0], list(robot.body_names)
@@ -568,10 +574,11 @@ class FloatingBaseSmoother(JointSmoother):
                     + "; ".join(self.projected_bodies_)
                     + " -> projected"
                 )
-            x, theta, converged, hist = self._levenberg_marquardt(
-                x, theta, noise, rounds + 1, max_iterations=self.refine_iterations
-            )
-            history += hist
+            if self.refine_iterations > 0:
+                x, theta, converged, hist = self._levenberg_marquardt(
+                    x, theta, noise, rounds + 1, max_iterations=self.refine_iterations
+                )
+                history += hist
             theta = self._consistent_with_equalities(theta)
         # stage 4: the constraints to tolerance at this θ (augmented Lagrangian on states and forces)
         viol = self.constraint_violations(x, theta)
@@ -1237,7 +1244,7 @@ class FloatingBaseSmoother(JointSmoother):
                 graph.knot.append((J, r * w))
         # inverse dynamics: base rows a constraint, joint rows vs the measured efforts
         wt = np.zeros(nv)
-        wt[iv] = 1.0 / noise.tau
+        wt[iv] = np.where(np.isfinite(noise.tau), 1.0 / noise.tau, 0.0)  # unmeasured efforts: no row
         W = self._tau_mask * wt[None, :]
         W[:, :6] = 1.0 / sc["base_wrench"]
         r, Jx, Jt = self.id_factor(q, v, a, lam, theta, self._taum, jacobians)
