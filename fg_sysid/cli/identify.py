@@ -285,9 +285,10 @@ def _positive(name, val, allow_none=True):
               help="Floating base: known total mass [kg] as a prior (see --total-mass-std).")
 @click.option("--total-mass-std", type=float, default=0.0, show_default=True,
               help="Floating base: std of the total-mass prior [kg]; 0 = hard constraint.")
-@click.option("--symmetry/--no-symmetry", default=False, show_default=True,
-              help="Floating base: left-right symmetry of the robot spec's mirrored limbs as a prior.")
-@click.option("--symmetry-std", type=float, default=0.0, show_default=True,
+@click.option("--symmetry", type=click.Choice(("joints", "all", "none")), default="joints", show_default=True,
+              help="Floating base: left-right symmetry prior of the robot spec's mirrored limbs: joints = "
+                   "friction and armature of mirrored joints, all = also the inertias of mirrored bodies.")
+@click.option("--symmetry-std", type=float, default=0.3, show_default=True,
               help="Floating base: relative std of the symmetry prior; 0 = hard constraint.")
 @click.option("--constraints", type=click.Choice(("hard", "soft")), default="hard", show_default=True,
               help="Floating base: contact and base-wrench constraints to 1e-6 (augmented Lagrangian) or as "
@@ -339,7 +340,8 @@ def identify_cmd(log_path, robot_source, out, method, knot_stride, sigma_q, sigm
             knot_stride=knot_stride, sigma_q=sigma_q, sigma_v=sigma_v, sigma_tau=sigma_tau, inertia=inertia,
             friction=friction, friction_velocity_scale=friction_velocity_scale, max_iterations=max_iterations,
             contact_radius=contact_radius, total_mass=total_mass, total_mass_std=total_mass_std,
-            symmetry="robot" if symmetry else None, symmetry_std=symmetry_std, constraints=constraints,
+            symmetry={"all": "robot", "joints": "joints", "none": None}[symmetry], symmetry_std=symmetry_std,
+            constraints=constraints,
             process_noise=process_noise, impacts=impacts, touchdown_settle_s=touchdown_settle,
             use_forces=use_forces))
         return

@@ -117,7 +117,10 @@ class FloatingBaseSmoother(JointSmoother):
         constraints: ``"hard"`` (augmented Lagrangian to ``constraint_tol``) or ``"soft"`` (penalties).
         total_mass: known total mass [kg] (default ``robot.total_mass``; None: not used);
             ``total_mass_std`` [kg]: 0 = constraint, > 0 = soft prior.
-        symmetry: a `SymmetryMap`, ``"robot"`` (the robot's symmetry pairs) or None;
+        symmetry: a `SymmetryMap`, ``"robot"`` (the robot's symmetry pairs), ``"joints"`` (only friction
+            and armature of the robot's mirrored joints; the default: mirrored legs carry the same
+            actuators — measured on MuJoCo B1 it lowers the held-out error 1.64 → 1.57× and 1.93 → 1.40×
+            the floor at σ = 0 / 0.01, docs/benchmarks.md) or None (robots without symmetry pairs: none);
             ``symmetry_std``: 0 = constraint, > 0 = soft prior with this relative std.
         use_imu, sigma_gyro [rad/s], sigma_acc [m/s²]: IMU factors (σ default: from the log's
             high-frequency content, floored at 1e-3 / 1e-2).
@@ -175,8 +178,8 @@ class FloatingBaseSmoother(JointSmoother):
         constraint_rounds: int = 20,
         total_mass: float | None = None,
         total_mass_std: float = 0.0,
-        symmetry=None,
-        symmetry_std: float = 0.0,
+        symmetry="joints",
+        symmetry_std: float = 0.3,
         use_imu: bool = True,
         sigma_gyro: float | None = None,
         sigma_acc: float | None = None,
@@ -510,6 +513,7 @@ class FloatingBaseSmoother(JointSmoother):
             self.layout_.nominal_physical() if self.prior_mean is None else np.asarray(self.prior_mean, float)
         )
         self._p_bar = p_bar
+        self._p_scale = None
         theta = self._use_parameterization("raw", p_bar)
         unmeasured = [j for j, m_ in zip(robot.joint_names, log.tau_measured, strict=True) if not m_]
         if unmeasured:
@@ -519,6 +523,8 @@ class FloatingBaseSmoother(JointSmoother):
         use_ls = self.init == "ls" and has_base and not unmeasured
         p_init = self._initial_parameters(log, qfull, p_bar) if use_ls else None
         if p_init is not None:
+            self._p_scale = np.where(np.arange(p_bar.size) < 10 * robot.n_bodies, p_bar,
+                                     np.maximum(p_init, p_bar))
             theta = self._use_parameterization("raw", p_init)
         # λ: static split of the nominal weight over the stance feet, rotated into the foot frames
         mass = float(np.sum(self.layout_.split(p_bar)[0][:, 0]))
@@ -751,14 +757,18 @@ class FloatingBaseSmoother(JointSmoother):
         tm = self.total_mass if self.total_mass is not None else getattr(robot, "total_mass", None)
         self._total_mass = None if tm is None else float(tm)
         sym = self.symmetry
-        if isinstance(sym, str) and sym == "robot":
+        if isinstance(sym, str) and sym in ("robot", "joints"):
             sym = robot.symmetry_map() if hasattr(robot, "symmetry_map") else None
+            if sym is not None and self.symmetry == "joints":  # friction and armature of mirrored joints
+                sym = SymmetryMap((), sym.joint_pairs, sym.plane)
         self._symmetry = sym if isinstance(sym, SymmetryMap) else None
         self._sym_std = None
         if self._symmetry is not None:
-            self._sym_std = self._symmetry.relative_std(
-                lay, lay.to_physical(theta_bar), max(self.symmetry_std, 1e-3)
-            )
+            # relative to the data's scale where there is one (URDFs rarely carry friction: a relative std
+            # of their near-zero values would be a hard constraint)
+            p_ref = getattr(self, "_p_scale", None)
+            p_ref = lay.to_physical(theta_bar) if p_ref is None else p_ref
+            self._sym_std = self._symmetry.relative_std(lay, p_ref, max(self.symmetry_std, 1e-3))
 
     def _parameter_rows(self, theta, jacobians=True):
         """Total-mass and symmetry rows as (name, r, J, hard) with r unweighted (SI) and σ separately."""
