@@ -187,6 +187,9 @@ def test_hard_constraints_hold_and_base_is_tracked(hard_fit):
     s = sm.result_.summary()
     assert s["floating_base"]["imu"]["gyro"] and s["floating_base"]["imu"]["accelerometer"]
     assert "force.FL_foot.z" in sm.result_.trajectory and "base.quat.w" in sm.result_.trajectory
+    # default: soft symmetry of the mirrored joints' friction and armature only
+    assert s["floating_base"]["symmetry"] == {"body_pairs": 0, "std": 0.3}
+    assert sm._symmetry.joint_pairs and np.all(sm._sym_std > 0.0)
 
 
 def test_estimated_contact_forces_carry_the_weight(hard_fit):

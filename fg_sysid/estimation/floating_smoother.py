@@ -119,7 +119,7 @@ class FloatingBaseSmoother(JointSmoother):
             ``total_mass_std`` [kg]: 0 = constraint, > 0 = soft prior.
         symmetry: a `SymmetryMap`, ``"robot"`` (the robot's symmetry pairs), ``"joints"`` (only friction
             and armature of the robot's mirrored joints; the default: mirrored legs carry the same
-            actuators — measured on MuJoCo B1 it lowers the held-out error 1.64 → 1.57× and 1.93 → 1.40×
+            actuators — measured on MuJoCo B1 it lowers the held-out error 1.64 → 1.58× and 1.93 → 1.40×
             the floor at σ = 0 / 0.01, docs/benchmarks.md) or None (robots without symmetry pairs: none);
             ``symmetry_std``: 0 = constraint, > 0 = soft prior with this relative std.
         use_imu, sigma_gyro [rad/s], sigma_acc [m/s²]: IMU factors (σ default: from the log's
