@@ -64,7 +64,12 @@ import pinocchio as pin
 
 from ..datasets.log import Log
 from ..factors.contact import contact_motion_residuals
-from ..factors.contact_forces import friction_cone_residual, measured_force_residual, unilateral_residual
+from ..factors.contact_forces import (
+    friction_cone_residual,
+    measured_force_residual,
+    unilateral_residual,
+    world_forces,
+)
 from ..factors.imu import accelerometer_residual, gyro_residual
 from ..factors.inverse_dynamics import InverseDynamicsResidual
 from ..factors.kinematics import encoder_residual, integration_residual, velocity_residual
@@ -390,14 +395,10 @@ class FloatingBaseSmoother(JointSmoother):
         return lin.r, Jx, lin.Jtheta
 
     def forces_world(self, q, lam) -> np.ndarray:
-        """World-axes contact forces (N, nf, 3) = R_f(q) λ_f."""
+        """World-axes contact forces (N, nf, 3) = R_f(q) λ_f (`factors.contact_forces.world_forces`)."""
         m, d = self._kin_model, self._kin_data
-        out = np.empty((q.shape[0], self.nf, 3))
-        for k in range(q.shape[0]):
-            pin.framesForwardKinematics(m, d, q[k])
-            for i, fid in enumerate(self._fids):
-                out[k, i] = d.oMf[fid].rotation @ lam[k, 3 * i : 3 * i + 3]
-        return out
+        return np.stack([world_forces(m, d, fid, q, lam[:, 3 * i : 3 * i + 3], jacobians=False)[0]
+                         for i, fid in enumerate(self._fids)], axis=1)
 
     # ------------------------------------------------------------------ fit
     def _fit(self, log: Log) -> FloatingBaseSmoother:  # JointSmoother.fit wraps it (BLAS threads)
@@ -795,7 +796,7 @@ class FloatingBaseSmoother(JointSmoother):
         )
         vel = [rv[:, i] * fl[:, i : i + 1] for i in range(self.nf)]
         acc = [ra[:, i] * fl[:, i : i + 1] for i in range(self.nf)]
-        hgt = [self._height_pair(q, i, False)[2] * self._stance_pairs[:, i : i + 1] for i in range(self.nf)]
+        hgt = [p[2] * self._stance_pairs[:, i : i + 1] for i, p in enumerate(self._height_pairs(q, False))]
         out["contact_velocity"] = np.concatenate(vel, axis=1)
         out["contact_acceleration"] = np.concatenate(acc, axis=1)
         out["contact_height"] = np.concatenate(hgt, axis=1)
@@ -804,27 +805,29 @@ class FloatingBaseSmoother(JointSmoother):
                 out[name] = r
         return out
 
-    def _height_pair(self, q, i, jacobians=True):
-        """Foot height change between consecutive knots (N-1, 1) [m] and its Jacobians (z-row of the
-        LOCAL_WORLD_ALIGNED linear frame Jacobian; for a sphere on a plane the centre height is constant
-        while it rolls)."""
+    def _height_pairs(self, q, jacobians=True):
+        """Per foot, the height change between consecutive knots (N-1, 1) [m] and its Jacobians (z-row of
+        the LOCAL_WORLD_ALIGNED linear frame Jacobian; for a sphere on a plane the centre height is
+        constant while it rolls): a list of (J0, J1, r), one kinematics pass per knot for all feet."""
         m, d = self._kin_model, self._kin_data
-        fid = self._fids[i]
         N, nv = q.shape[0], m.nv
-        z = np.empty(N)
-        Jz = np.zeros((N, 1, self.nx)) if jacobians else None
+        z = np.empty((N, self.nf))
+        Jz = np.zeros((N, self.nf, 1, self.nx)) if jacobians else None
         for k in range(N):
             if jacobians:
                 pin.computeJointJacobians(m, d, q[k])
-                pin.updateFramePlacement(m, d, fid)
-                Jz[k, 0, :nv] = pin.getFrameJacobian(m, d, fid, pin.LOCAL_WORLD_ALIGNED)[2]
+                pin.updateFramePlacements(m, d)
             else:
                 pin.framesForwardKinematics(m, d, q[k])
-            z[k] = d.oMf[fid].translation[2]
-        r = (z[1:] - z[:-1])[:, None]
-        if not jacobians:
-            return None, None, r
-        return -Jz[:-1], Jz[1:], r
+            for i, fid in enumerate(self._fids):
+                z[k, i] = d.oMf[fid].translation[2]
+                if jacobians:
+                    Jz[k, i, 0, :nv] = pin.getFrameJacobian(m, d, fid, pin.LOCAL_WORLD_ALIGNED)[2]
+        out = []
+        for i in range(self.nf):
+            r = (z[1:, i] - z[:-1, i])[:, None]
+            out.append((None, None, r) if not jacobians else (-Jz[:-1, i], Jz[1:, i], r))
+        return out
 
     def _augmented_lagrangian(self, x, theta, noise, viol, freeze_theta: bool = False):
         history = []
@@ -1198,6 +1201,7 @@ class FloatingBaseSmoother(JointSmoother):
         # contacts (constraints on settled stance knots; swing prior where the flag is off)
         fl = self._cflags.astype(float)
         fl_swing = self._flags.astype(float)
+        heights = self._height_pairs(q, jacobians)
         rv_all, Jv_all, ra_all, Ja_all = contact_motion_residuals(
             self._kin_model, self._kin_data, self._fids, q, v, a, jacobians, self._offset
         )
@@ -1217,7 +1221,7 @@ class FloatingBaseSmoother(JointSmoother):
                 Jl = np.zeros((N, 3, nx))
                 Jl[:, :, 3 * nv + 3 * i : 3 * nv + 3 * i + 3] = np.eye(3)
             graph.knot.append((None if Jl is None else Jl * ws[:, :, None], lam[:, sl] * ws))
-            J0, J1, r = self._height_pair(q, i, jacobians)
+            J0, J1, r = heights[i]
             if "contact_height" in shift:
                 r = r + shift["contact_height"][:, i : i + 1]
             wh = self._stance_pairs[:, i : i + 1] / sc["contact_height"]
@@ -1234,15 +1238,19 @@ class FloatingBaseSmoother(JointSmoother):
             sl = slice(3 * nv + 3 * i, 3 * nv + 3 * i + 3)
             lam_i = lam[:, 3 * i : 3 * i + 3]
             rows = []
+            if self._fmeas is None and self.friction_coefficient is None:
+                continue
+            wf = world_forces(m, d, fid, q, lam_i, jacobians)  # one kinematics pass, shared below
             if self._fmeas is not None:
-                r, Jq, Jl = measured_force_residual(m, d, fid, q, lam_i, self._fmeas[:, i], jacobians)
+                r, Jq, Jl = measured_force_residual(m, d, fid, q, lam_i, self._fmeas[:, i], jacobians,
+                                                    world=wf)
                 rows.append((r, Jq, Jl, np.full((1, 3), 1.0 / self.sigma_force)))
             if self.friction_coefficient is not None:
                 w = fl[:, i : i + 1] / self.sigma_cone
-                r, Jq, Jl = unilateral_residual(m, d, fid, q, lam_i, jacobians=jacobians)
+                r, Jq, Jl = unilateral_residual(m, d, fid, q, lam_i, jacobians=jacobians, world=wf)
                 rows.append((r, Jq, Jl, w))
                 r, Jq, Jl = friction_cone_residual(
-                    m, d, fid, q, lam_i, self.friction_coefficient, jacobians=jacobians
+                    m, d, fid, q, lam_i, self.friction_coefficient, jacobians=jacobians, world=wf
                 )
                 rows.append((r, Jq, Jl, w))
             for r, Jq, Jl, w in rows:

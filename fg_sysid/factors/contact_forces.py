@@ -79,23 +79,25 @@ def world_forces(model, data, frame_id, q, lam_local, jacobians=True):
     return f, Jq, Jl
 
 
-def measured_force_residual(model, data, frame_id, q, lam_local, force_world, jacobians=True):
+def measured_force_residual(model, data, frame_id, q, lam_local, force_world, jacobians=True, world=None):
     """r = R_f(q) λ_f − f̂ (N, 3) [N, world axes]; returns (r, ∂r/∂δq (N, 3, nv), ∂r/∂λ (N, 3, 3)).
 
     ``lam_local`` (N, 3) in the LOCAL foot axes, ``force_world`` (3,) or (N, 3) the measured force on the
-    robot at the foot frame origin in world axes.
+    robot at the foot frame origin in world axes. ``world``: the `world_forces` output of the same
+    arguments, when the caller has it already (the three residuals of a foot share it).
     """
-    f, Jq, Jl = world_forces(model, data, frame_id, q, lam_local, jacobians)
+    f, Jq, Jl = world if world is not None else world_forces(model, data, frame_id, q, lam_local, jacobians)
     return f - np.broadcast_to(np.asarray(force_world, float), f.shape), Jq, Jl
 
 
-def unilateral_residual(model, data, frame_id, q, lam_local, normal=Z_UP, jacobians=True):
+def unilateral_residual(model, data, frame_id, q, lam_local, normal=Z_UP, jacobians=True, world=None):
     """r = max(0, −λ_n) (N, 1) [N], λ_n = nᵀ R_f(q) λ_f; returns (r, ∂r/∂δq (N, 1, nv), ∂r/∂λ (N, 1, 3)).
 
     Zero (with zero Jacobian) whenever the normal force is non-negative, i.e. the ground pushes.
+    ``world``: see `measured_force_residual`.
     """
     nrm = _unit(normal)
-    f, Jq, Jl = world_forces(model, data, frame_id, q, lam_local, jacobians)
+    f, Jq, Jl = world if world is not None else world_forces(model, data, frame_id, q, lam_local, jacobians)
     g = -(f @ nrm)
     active = g > 0.0
     r = np.where(active, g, 0.0)[:, None]
@@ -105,15 +107,17 @@ def unilateral_residual(model, data, frame_id, q, lam_local, normal=Z_UP, jacobi
     return r, s * np.einsum("i,nij->nj", nrm, Jq)[:, None], s * np.einsum("i,nij->nj", nrm, Jl)[:, None]
 
 
-def friction_cone_residual(model, data, frame_id, q, lam_local, mu, normal=Z_UP, eps=1e-3, jacobians=True):
+def friction_cone_residual(model, data, frame_id, q, lam_local, mu, normal=Z_UP, eps=1e-3, jacobians=True,
+                           world=None):
     """r = max(0, ‖λ_t‖_ε − μ λ_n) (N, 1) [N]; returns (r, ∂r/∂δq (N, 1, nv), ∂r/∂λ (N, 1, 3)).
 
     λ_n = nᵀ f_w, λ_t = (I − nnᵀ) f_w with f_w = R_f λ_f; ‖x‖_ε = sqrt(‖x‖² + ε²) − ε (``eps`` in N,
     > 0 keeps the Jacobian defined at λ_t = 0). Friction coefficient ``mu`` ≥ 0 (scalar). Exactly 0 inside
     the Coulomb cone ‖λ_t‖ ≤ μ λ_n; outside, ∂g/∂f_w = λ_tᵀ / sqrt(‖λ_t‖² + ε²) − μ nᵀ.
+    ``world``: see `measured_force_residual`.
     """
     nrm = _unit(normal)
-    f, Jq, Jl = world_forces(model, data, frame_id, q, lam_local, jacobians)
+    f, Jq, Jl = world if world is not None else world_forces(model, data, frame_id, q, lam_local, jacobians)
     lam_n = f @ nrm
     lam_t = f - lam_n[:, None] * nrm
     rho = np.sqrt(np.einsum("ni,ni->n", lam_t, lam_t) + eps * eps)
