@@ -167,11 +167,12 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--robot", default="b1", choices=["b1", "b1_z1"])
     ap.add_argument("--noise", type=float, nargs="+", default=[0.0, 0.005, 0.01])
-    ap.add_argument("--duration", type=float, default=4.0, help="training log [s]")
+    ap.add_argument("--duration", type=float, default=None,
+                    help="training log [s] (default 4 s; 9.6 s = four step cycles for --motion steps)")
     ap.add_argument("--heldout-duration", type=float, default=3.0)
     ap.add_argument("--rate", type=float, default=500.0, help="log rate [Hz]")
     ap.add_argument("--stride", type=int, default=5, help="knot stride (knots every stride samples)")
-    ap.add_argument("--motion", default="sway", choices=["sway", "trot"])
+    ap.add_argument("--motion", default="sway", choices=["sway", "trot", "steps"])
     ap.add_argument("--heldout-motion", default="sway", choices=["sway", "trot"])
     ap.add_argument("--heldout-amplitude", type=float, default=0.14)
     ap.add_argument("--seed", type=int, default=0)
@@ -184,6 +185,8 @@ def main():
     ap.add_argument("--scaling", action="store_true", help="time per iteration vs knots instead")
     args = ap.parse_args()
     args.smoother_kwargs = eval(f"dict({args.smoother})")  # benchmark-only convenience
+    if args.duration is None:
+        args.duration = 9.6 if args.motion == "steps" else 4.0
     if args.scaling:
         rows = scaling(args.robot)
         OUT.mkdir(exist_ok=True)

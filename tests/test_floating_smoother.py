@@ -187,9 +187,25 @@ def test_hard_constraints_hold_and_base_is_tracked(hard_fit):
     s = sm.result_.summary()
     assert s["floating_base"]["imu"]["gyro"] and s["floating_base"]["imu"]["accelerometer"]
     assert "force.FL_foot.z" in sm.result_.trajectory and "base.quat.w" in sm.result_.trajectory
-    # default: soft symmetry of the mirrored joints' friction and armature only
-    assert s["floating_base"]["symmetry"] == {"body_pairs": 0, "std": 0.3}
+    # default on a stance log: soft symmetry of the mirrored joints' friction and armature only
+    assert s["floating_base"]["symmetry"] == {
+        "mode": "joints", "requested": "auto", "body_pairs": 0, "joint_pairs": 6, "std": 0.3
+    }
     assert sm._symmetry.joint_pairs and np.all(sm._sym_std > 0.0)
+
+
+def test_symmetry_auto_needs_a_foot_that_never_swings(b1):
+    sm = FloatingBaseSmoother(b1, FEET)
+    flags = np.ones((50, 4), bool)
+    sm._flags = flags
+    assert sm._resolve_symmetry() == "joints"  # four-foot stance: antisymmetric friction is weak
+    flags[10:20, 0] = flags[20:30, 1] = flags[30:40, 2] = False
+    assert sm._resolve_symmetry() == "joints"  # RR never swings
+    flags[40:45, 3] = False
+    assert sm._resolve_symmetry() is None  # every leg seen without an unknown contact force
+    for explicit in ("robot", "joints", None):
+        sm.symmetry = explicit
+        assert sm._resolve_symmetry() == explicit
 
 
 def test_estimated_contact_forces_carry_the_weight(hard_fit):

@@ -18,10 +18,14 @@ from fg_sysid.datasets.mujoco_sim import (  # noqa: E402
     ACC_NOISE_FACTOR,
     DEFAULT_FOOT_FRAMES,
     MujocoSimError,
+    StepPlan,
     build_mujoco_model,
+    debounce_contacts,
     mj_to_pin,
     pin_to_mj,
     simulate_stance,
+    standing_configuration,
+    standing_posture,
     to_log,
 )
 from fg_sysid.datasets.simulate import is_physically_consistent, truth_arrays  # noqa: E402
@@ -253,6 +257,56 @@ def test_trot_upright_and_diagonal_contacts(b1):
     # the vertical forces carry the weight on average
     weight = pin.computeTotalMass(b1.model) * 9.81
     assert res.contact_force[:, :, 2].sum(axis=1).mean() == pytest.approx(weight, rel=0.15)
+
+
+def test_debounce_contacts_fills_gaps_and_drops_blips():
+    x = np.ones(40, bool)
+    x[5:7] = False  # 2-sample gap: filled
+    x[15:30] = False  # long swing: kept
+    x[20] = True  # 1-sample blip inside the swing: dropped
+    y = debounce_contacts(np.stack([x, ~x], axis=1), 3)
+    assert y[:15, 0].all() and not y[15:30, 0].any() and y[30:, 0].all()
+    # the complement: the 2-sample blip goes, the 1-sample gap in the long stance is filled
+    assert not y[:15, 1].any() and y[15:30, 1].all() and not y[30:, 1].any()
+    # runs that touch the log's ends are left as logged, however short
+    edge = np.array([True, False, False, False, False, True])
+    assert np.array_equal(debounce_contacts(edge[:, None], 3)[:, 0], edge)
+    assert np.array_equal(debounce_contacts(x[:, None], 0)[:, 0], x)
+
+
+def test_step_plan_inverse_kinematics_reaches_the_foot_targets(b1):
+    q0 = standing_configuration(b1, standing_posture(b1), DEFAULT_FOOT_FRAMES, 0.02)
+    plan = StepPlan(b1, q0, DEFAULT_FOOT_FRAMES, duration=4.8)
+    assert np.allclose(plan(0.0), standing_posture(b1), atol=1e-8)
+    d = b1.model.createData()
+    for t in (0.3, 1.0, 1.5, 2.0, 3.4):  # shift, lift, loops, set-down, second foot's loops
+        q = pin.neutral(b1.model)
+        q[b1.joint_index_q()] = plan(t)
+        pin.framesForwardKinematics(b1.model, d, q)
+        target = plan.foot_targets(t)
+        for f in DEFAULT_FOOT_FRAMES:
+            assert np.allclose(d.oMf[b1.model.getFrameId(f)].translation, target[f], atol=2e-3), (t, f)
+    # FL is in the air in the first cycle, FR in the second; the others stay at the ground height
+    z = {f: plan.foot_targets(1.5)[f][2] for f in DEFAULT_FOOT_FRAMES}
+    assert z["FL_foot"] > max(z["FR_foot"], z["RL_foot"], z["RR_foot"]) + 0.05
+    z = {f: plan.foot_targets(2.4 + 1.5)[f][2] for f in DEFAULT_FOOT_FRAMES}
+    assert z["FR_foot"] > max(z["FL_foot"], z["RL_foot"], z["RR_foot"]) + 0.05
+
+
+def test_steps_lift_one_foot_at_a_time_and_stay_upright(b1):
+    res = simulate_stance(b1, duration=4.8, rate=250, seed=1, motion="steps", randomize=True)
+    roll, pitch = _roll_pitch(res.base_quat)
+    assert np.abs(roll).max() < 0.25 and np.abs(pitch).max() < 0.25
+    assert res.base_pos[:, 2].min() > 0.4
+    c = res.contact  # FL, FR, RL, RR
+    assert c.sum(axis=1).min() >= 2 and (c.sum(axis=1) == 3).mean() > 0.4
+    first, second = (res.t > 1.0) & (res.t < 1.8), (res.t > 3.4) & (res.t < 4.2)
+    assert not c[first, 0].any() and c[first][:, 1:].all()  # FL swings, the others stand
+    assert not c[second, 1].any() and c[second][:, [0, 2, 3]].all()  # then FR
+    assert res.truth["controller"]["motion"] == "steps"
+    # the swinging leg moves: its joints cover a range the four-foot stance does not
+    iv = [res.joint_names.index(j) for j in ("FL_thigh_joint", "FL_calf_joint")]
+    assert np.ptp(res.q[first][:, iv], axis=0).min() > 0.1
 
 
 # ---------------------------------------------------------------------------------------------- CLI

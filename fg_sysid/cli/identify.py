@@ -285,9 +285,11 @@ def _positive(name, val, allow_none=True):
               help="Floating base: known total mass [kg] as a prior (see --total-mass-std).")
 @click.option("--total-mass-std", type=float, default=0.0, show_default=True,
               help="Floating base: std of the total-mass prior [kg]; 0 = hard constraint.")
-@click.option("--symmetry", type=click.Choice(("joints", "all", "none")), default="joints", show_default=True,
+@click.option("--symmetry", type=click.Choice(("auto", "joints", "all", "none")), default="auto",
+              show_default=True,
               help="Floating base: left-right symmetry prior of the robot spec's mirrored limbs: joints = "
-                   "friction and armature of mirrored joints, all = also the inertias of mirrored bodies.")
+                   "friction and armature of mirrored joints, all = also the inertias of mirrored bodies, "
+                   "auto = joints when some foot never leaves the ground in the log, else none.")
 @click.option("--symmetry-std", type=float, default=0.3, show_default=True,
               help="Floating base: relative std of the symmetry prior; 0 = hard constraint.")
 @click.option("--constraints", type=click.Choice(("hard", "soft")), default="hard", show_default=True,
@@ -340,7 +342,8 @@ def identify_cmd(log_path, robot_source, out, method, knot_stride, sigma_q, sigm
             knot_stride=knot_stride, sigma_q=sigma_q, sigma_v=sigma_v, sigma_tau=sigma_tau, inertia=inertia,
             friction=friction, friction_velocity_scale=friction_velocity_scale, max_iterations=max_iterations,
             contact_radius=contact_radius, total_mass=total_mass, total_mass_std=total_mass_std,
-            symmetry={"all": "robot", "joints": "joints", "none": None}[symmetry], symmetry_std=symmetry_std,
+            symmetry={"all": "robot", "joints": "joints", "none": None, "auto": "auto"}[symmetry],
+            symmetry_std=symmetry_std,
             constraints=constraints,
             process_noise=process_noise, impacts=impacts, touchdown_settle_s=touchdown_settle,
             use_forces=use_forces))

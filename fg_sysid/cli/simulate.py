@@ -9,7 +9,7 @@ import click
 from .common import atomic_output_dir, fail, load_robot_or_fail, main
 
 #: Motions of the floating-base (MuJoCo) simulator (kept here so --help works without mujoco).
-MOTIONS = ("sway", "stand", "trot")
+MOTIONS = ("sway", "stand", "trot", "steps")
 
 
 @main.command("simulate")

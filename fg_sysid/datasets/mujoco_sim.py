@@ -9,7 +9,8 @@ about the COM), hinge/slide axes from the joint types, ``frictionloss`` (Coulomb
 an IMU site on the base (gyro + accelerometer), one motor actuator per joint, ``implicitfast``.
 
 `simulate_stance` stands the robot on its feet with a joint PD controller and a slow sinusoidal body
-sway (``motion="sway"``), a still stance (``"stand"``) or an open-loop trot in place (``"trot"``) and
+sway (``motion="sway"``), a still stance (``"stand"``), an open-loop trot in place (``"trot"``) or a
+static step in place that lifts one foot at a time (``"steps"``) and
 logs joint/base/IMU/contact signals at ``rate``. `to_log` turns the result into a (noisy) `Log`,
 `write_mujoco_simulation` writes ``log.parquet``, ``truth.json`` and ``truth_trajectory.parquet``.
 
@@ -59,7 +60,7 @@ from .simulate import perturb_inertia
 
 DEFAULT_FOOT_FRAMES = ("FL_foot", "FR_foot", "RL_foot", "RR_foot")
 FRICTION_MODEL = "mujoco-frictionloss-damping"
-MOTIONS = ("sway", "stand", "trot")
+MOTIONS = ("sway", "stand", "trot", "steps")
 FRICTION_RANGE = (0.5, 1.5)
 COULOMB_FRACTION = 0.02  # of the effort limit
 VISCOUS_FRACTION = 0.02  # of the effort limit, at the velocity limit
@@ -428,6 +429,173 @@ def _trot_offsets(robot: RobotModel, t: float, amplitude: float, period: float) 
     return ramp * off
 
 
+def _blend(s: float) -> float:
+    """0 -> 1 on s in [0, 1] with zero slope at both ends (half cosine); clamped outside."""
+    s = min(max(s, 0.0), 1.0)
+    return 0.5 - 0.5 * math.cos(math.pi * s)
+
+
+class StepPlan:
+    """Joint targets of a static step-in-place gait: one foot at a time, in the order FL, FR, RR, RL.
+
+    Each cycle of ``period`` seconds: shift the body (feet fixed, base level) towards the centroid of the
+    three other feet (``shift_fraction`` of the way from the robot's COM at the standing posture, first
+    quarter of the cycle), lift the foot by ``lift`` m, trace two loops of radius ``loop`` m in the air
+    (the swing excites the leg's own inertia, friction and armature, which a four-foot stance cannot
+    separate from the contact forces), then set it down with zero target velocity. Joints on no leg (an
+    arm) follow slow sines of ``other_amplitude`` rad inside their limits. Leg targets come from a
+    leg inverse kinematics (Pinocchio frame Jacobians, Newton steps) on the standing base, precomputed
+    at ``rate`` and interpolated linearly.
+    """
+
+    ORDER = (0, 1, 3, 2)  # FL, FR, RR, RL: around the body, so consecutive shifts are short
+
+    def __init__(self, robot: RobotModel, q0: np.ndarray, foot_frames, duration: float,
+                 period: float = 2.4, lift: float = 0.08, loop: float = 0.05,
+                 shift_fraction: float = 0.9, rate: float = 500.0, other_amplitude: float = 0.15):
+        model = robot.model
+        self._model, self._data = model, model.createData()
+        self._feet = tuple(foot_frames)
+        self._fid = {f: model.getFrameId(f) for f in self._feet}
+        qb = np.asarray(q0, float).copy()
+        qb[:3], qb[3:7] = 0.0, (0.0, 0.0, 0.0, 1.0)
+        pin.framesForwardKinematics(model, self._data, qb)
+        self._p0 = {f: self._data.oMf[self._fid[f]].translation.copy() for f in self._feet}
+        com = pin.centerOfMass(model, self._data, qb)[:2]
+        self._order = [self._feet[i] for i in self.ORDER if i < len(self._feet)]
+        self._shift = {
+            f: shift_fraction * (np.mean([self._p0[g][:2] for g in self._feet if g != f], axis=0) - com)
+            for f in self._feet
+        }
+        self.period, self.lift, self.loop = float(period), float(lift), float(loop)
+        self._leg = {}  # (q indices, v indices) of the 1-DoF joints between the base and each foot
+        for f in self._feet:
+            jid, iq, iv = model.frames[self._fid[f]].parentJoint, [], []
+            while jid > 1:
+                iq.append(model.joints[jid].idx_q)
+                iv.append(model.joints[jid].idx_v)
+                jid = model.parents[jid]
+            self._leg[f] = (np.array(iq), np.array(iv))
+        self._iq = robot.joint_index_q()
+        self._tg = np.arange(0.0, duration + 2.0 / rate, 1.0 / rate)
+        self._Q = np.empty((self._tg.size, self._iq.size))
+        self._Jinv = {f: np.empty((self._tg.size, 3, 3)) for f in self._feet}
+        pos = {j: i for i, j in enumerate(self._iq)}
+        self._cols = {f: np.array([pos[j] for j in self._leg[f][0]]) for f in self._feet}
+        q = qb.copy()
+        for k, t in enumerate(self._tg):
+            q = self._ik(q, self.foot_targets(t))
+            self._Q[k] = q[self._iq]
+            for f in self._feet:
+                self._Jinv[f][k] = np.linalg.pinv(self._J[f])
+        # joints on no leg (an arm): slow sines of ``other_amplitude`` about the standing value clipped
+        # into the URDF limits, so that they move (at rest they stick in dry friction)
+        legs = set(np.concatenate([self._leg[f][0] for f in self._feet]).tolist())
+        self._other = np.array([n for n, j in enumerate(self._iq) if j not in legs], int)
+        self.other_joints = self._other.copy()  # positions in the joint list
+        lo = model.lowerPositionLimit[self._iq[self._other]]
+        hi = model.upperPositionLimit[self._iq[self._other]]
+        amp = float(other_amplitude)
+        base = qb[self._iq[self._other]]
+        ok = np.isfinite(lo) & np.isfinite(hi) & (hi - lo > 2 * amp)
+        self._other_center = np.where(ok, np.clip(base, lo + amp, hi - amp), base)
+        self._other_amp = amp
+        self.level_gain = 1.0  # [1/s] integral leveling of the base (see `__call__`)
+        self._dz = np.zeros(len(self._feet))
+        self._t_last = None
+
+    def foot_targets(self, t: float) -> dict:
+        """Foot frame positions [m] in the (level, standing) base frame at time ``t`` [s]."""
+        cyc = int(t // self.period)
+        s = t / self.period - cyc
+        foot = self._order[cyc % len(self._order)]
+        prev = self._shift[self._order[(cyc - 1) % len(self._order)]] if cyc > 0 else np.zeros(2)
+        shift = prev + (self._shift[foot] - prev) * _blend(s / 0.25)
+        out = {}
+        for f in self._feet:
+            p = self._p0[f].copy()
+            p[:2] -= shift
+            out[f] = p
+        if s > 0.25:
+            u = (s - 0.25) / 0.75  # lift on [0, 0.2], loops on [0.2, 0.75], set down on [0.75, 0.95]
+            p = out[foot]
+            p[2] += self.lift * (_blend(u / 0.2) if u < 0.75 else 1.0 - _blend((u - 0.75) / 0.2))
+            if 0.2 <= u < 0.75:
+                w = (u - 0.2) / 0.55
+                r = self.loop * math.sin(math.pi * w) ** 2
+                ang = 4.0 * math.pi * w
+                p += r * np.array([math.sin(ang), 0.5 * math.sin(2.0 * ang), 0.5 * (1.0 - math.cos(ang))])
+        return out
+
+    def _ik(self, q: np.ndarray, targets: dict) -> np.ndarray:
+        m, d = self._model, self._data
+        self._J = getattr(self, "_J", {})
+        for _ in range(20):
+            pin.framesForwardKinematics(m, d, q)
+            pin.computeJointJacobians(m, d, q)
+            worst = 0.0
+            for f in self._feet:
+                e = targets[f] - d.oMf[self._fid[f]].translation
+                worst = max(worst, float(np.abs(e).max()))
+                J = pin.getFrameJacobian(m, d, self._fid[f], pin.LOCAL_WORLD_ALIGNED)[:3]
+                iq, iv = self._leg[f]
+                self._J[f] = J[:, iv]
+                q[iq] += np.linalg.lstsq(J[:, iv], e, rcond=None)[0]
+            if worst < 1e-10:
+                break
+        return q
+
+    def __call__(self, t: float, base_quat_wxyz=None) -> np.ndarray:
+        """Joint targets (n_joints,) at time ``t`` [s] (linear interpolation of the precomputed grid).
+
+        With the measured base orientation, the foot heights in the base frame get an integral leveling
+        correction, dz_i/dt = k (φ y_i − θ x_i) (roll φ, pitch θ, foot position x_i, y_i in the base frame,
+        k = ``level_gain``), mapped to the leg joints through the leg Jacobian: open-loop foot placements
+        are off by a few millimetres, which would otherwise tilt the body more at every step."""
+        x = min(max(float(t), 0.0), self._tg[-1]) / (self._tg[1] - self._tg[0])
+        i = min(int(x), self._tg.size - 2)
+        a = x - i
+        qd = (1.0 - a) * self._Q[i] + a * self._Q[i + 1]
+        if self._other.size:
+            ramp = _blend(float(t) / 1.0)
+            freq = 0.2 + 0.07 * np.arange(self._other.size)  # [Hz]
+            qd[self._other] = (1.0 - ramp) * qd[self._other] + ramp * (
+                self._other_center + self._other_amp * np.sin(2.0 * np.pi * freq * float(t))
+            )
+        if base_quat_wxyz is None:
+            return qd
+        w, qx, qy, qz = base_quat_wxyz
+        roll = math.atan2(2.0 * (w * qx + qy * qz), 1.0 - 2.0 * (qx * qx + qy * qy))
+        pitch = math.asin(max(-1.0, min(1.0, 2.0 * (w * qy - qz * qx))))
+        dt = 0.0 if self._t_last is None else max(float(t) - self._t_last, 0.0)
+        self._t_last = float(t)
+        four_feet = (float(t) / self.period) % 1.0 < 0.25
+        for n, f in enumerate(self._feet):
+            p = self._p0[f]
+            if four_feet:  # level only while all four feet are down (well posed, statically stable)
+                self._dz[n] += dt * self.level_gain * (roll * p[1] - pitch * p[0])
+            qd[self._cols[f]] += self._Jinv[f][i] @ np.array([0.0, 0.0, self._dz[n]])
+        return qd
+
+
+def debounce_contacts(flags: np.ndarray, samples: int) -> np.ndarray:
+    """Contact flags (N, n_feet) with interior gaps of at most ``samples`` samples filled, then interior
+    blips of at most ``samples`` removed — the hysteresis of a contact detector. MuJoCo's soft contact
+    chatters (flag toggling every 2–4 ms at a few tens of newtons) while a foot unloads or barely loads."""
+    out = np.asarray(flags, bool).copy()
+    if samples <= 0:
+        return out
+    for i in range(out.shape[1]):
+        for value in (False, True):  # fill short gaps, then drop short blips
+            x = out[:, i]
+            change = np.flatnonzero(np.diff(x.astype(np.int8))) + 1
+            bounds = np.concatenate([[0], change, [x.size]])
+            for a, b in zip(bounds[:-1], bounds[1:], strict=True):
+                if x[a] == value and a > 0 and b < x.size and b - a <= samples:
+                    x[a:b] = not value
+    return out
+
+
 def draw_truth(robot: RobotModel, seed: int, foot_frames=DEFAULT_FOOT_FRAMES,
                foot_radius: float = 0.02) -> dict:
     """True robot drawn from ``seed`` (see the module docstring): ``inertial`` (n_bodies, 10),
@@ -468,13 +636,19 @@ def simulate_stance(
     randomize: bool = False,
     trot_amplitude: float = 0.2,
     trot_period: float = 0.45,
+    step_period: float = 2.4,
+    contact_debounce: float = 0.02,
 ) -> StanceResult:
     """Stand on four feet with joint PD (torque ``kp·(q_d - q) - kd·v``) and log at ``rate`` Hz.
 
     ``motion``: ``"sway"`` (sinusoidal joint-target offsets), ``"stand"`` or ``"trot"`` (open-loop
-    diagonal-pair trot in place, `_trot_offsets`). The robot is dropped from the touching height and
+    diagonal-pair trot in place, `_trot_offsets`) or ``"steps"`` (a static step in place, one foot lifted
+    at a time for ``step_period`` s, `StepPlan`). The robot is dropped from the touching height and
     settles for ``settle`` s before logging starts (logged ``t`` starts at 0). ``kp``/``kd`` default to
-    300/5 (sway, stand) and 1000/20 (trot: stiffer, so the base stays level on two feet).
+    300/5 (sway, stand), 1000/20 (trot: stiffer, so the base stays level on two feet) and 2000/40 on the
+    legs for steps (three feet; joints on no leg, e.g. an arm, keep 300/5).
+    The logged contact flags are MuJoCo's (a foot geom touching the floor), debounced over
+    ``contact_debounce`` s (`debounce_contacts`; 0 = raw).
 
     ``randomize=True`` draws the true inertias, friction and armature from ``seed`` (`draw_truth`);
     explicit ``inertial`` / ``friction`` / ``armature`` override the corresponding draws. Otherwise
@@ -485,12 +659,14 @@ def simulate_stance(
         raise MujocoSimError(f"motion must be one of {', '.join(MOTIONS)}, got {motion!r}")
     if not (np.isfinite(noise) and noise >= 0):
         raise MujocoSimError(f"noise must be >= 0, got {noise}")
+    if not (np.isfinite(contact_debounce) and contact_debounce >= 0):
+        raise MujocoSimError(f"contact_debounce must be >= 0 s, got {contact_debounce}")
     if isinstance(seed, bool) or int(seed) != seed or seed < 0:
         raise MujocoSimError(f"seed must be a non-negative integer, got {seed!r}")
     if kp is None:
-        kp = 1000.0 if motion == "trot" else 300.0
+        kp = {"trot": 1000.0, "steps": 2000.0}.get(motion, 300.0)
     if kd is None:
-        kd = 20.0 if motion == "trot" else 5.0
+        kd = {"trot": 20.0, "steps": 40.0}.get(motion, 5.0)
     for name, val in (("duration", duration), ("rate", rate), ("timestep", timestep)):
         if not (np.isfinite(val) and val > 0):
             raise MujocoSimError(f"{name} must be a positive number, got {val}")
@@ -517,6 +693,10 @@ def simulate_stance(
 
     q0j = standing_posture(robot)
     q0 = standing_configuration(robot, q0j, foot_frames, foot_radius)
+    plan, kp_j, kd_j = None, np.full(n, float(kp)), np.full(n, float(kd))
+    if motion == "steps":
+        plan = StepPlan(robot, q0, foot_frames, duration, period=step_period, rate=rate)
+        kp_j[plan.other_joints], kd_j[plan.other_joints] = 300.0, 5.0  # an arm: the sway gains
     data.qpos[:], data.qvel[:] = pin_to_mj(q0, None, info, mj.nq, mj.nv)
     mujoco.mj_forward(mj, data)
 
@@ -525,11 +705,13 @@ def simulate_stance(
             qd = q0j + _sway_offsets(robot, t_log, sway_amplitude)
         elif motion == "trot" and t_log > 0:
             qd = q0j + _trot_offsets(robot, t_log, trot_amplitude, trot_period)
+        elif motion == "steps" and t_log > 0:
+            qd = plan(t_log, data.qpos[3:7])
         else:
             qd = q0j
         qj = data.qpos[info.qpos_adr]
         vj = data.qvel[info.dof_adr]
-        data.ctrl[info.actuator_ids] = kp * (qd - qj) - kd * vj
+        data.ctrl[info.actuator_ids] = kp_j * (qd - qj) - kd_j * vj
         return qd
 
     n_settle = int(round(settle / timestep))
@@ -595,7 +777,8 @@ def simulate_stance(
         "foot_radius": float(foot_radius),
         "controller": {"kind": "joint PD", "kp": float(kp), "kd": float(kd), "motion": motion,
                        "sway_amplitude": float(sway_amplitude), "trot_amplitude": float(trot_amplitude),
-                       "trot_period": float(trot_period), "settle": float(settle)},
+                       "trot_period": float(trot_period), "step_period": float(step_period),
+                       "settle": float(settle), "contact_debounce": float(contact_debounce)},
         "randomized": bool(randomize),
         "noise_model": {"q": float(noise), "v": float(noise), "tau": float(noise),
                         "imu_gyro": float(noise), "imu_acc": ACC_NOISE_FACTOR * float(noise),
@@ -609,7 +792,8 @@ def simulate_stance(
         x = out[key]
         meas[key] = x + rng_noise.normal(0.0, sigma, x.shape) if sigma > 0 else x.copy()
     return StanceResult(
-        t=t, base_quat=base_quat, contact=contact, contact_force=cforce, q_pin=q_pin, v_pin=v_pin,
+        t=t, base_quat=base_quat, contact=debounce_contacts(contact, int(round(contact_debounce * rate))),
+        contact_force=cforce, q_pin=q_pin, v_pin=v_pin,
         joint_names=tuple(robot.joint_names), foot_frames=tuple(foot_frames), truth=truth, meas=meas,
         **out,
     )
@@ -669,7 +853,7 @@ def write_mujoco_simulation(result: StanceResult, out_dir: str | os.PathLike) ->
 
 __all__ = [
     "DEFAULT_FOOT_FRAMES", "FRICTION_MODEL", "MOTIONS", "MujocoInfo", "MujocoSimError", "StanceResult",
-    "build_mujoco_model", "contact_forces", "draw_truth", "mj_to_pin", "pin_to_mj", "simulate_stance",
-    "standing_configuration", "standing_posture", "to_log", "truth_trajectory_frame",
-    "write_mujoco_simulation",
+    "StepPlan", "build_mujoco_model", "contact_forces", "debounce_contacts", "draw_truth", "mj_to_pin",
+    "pin_to_mj", "simulate_stance", "standing_configuration", "standing_posture", "to_log",
+    "truth_trajectory_frame", "write_mujoco_simulation",
 ]

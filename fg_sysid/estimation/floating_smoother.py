@@ -123,9 +123,11 @@ class FloatingBaseSmoother(JointSmoother):
         total_mass: known total mass [kg] (default ``robot.total_mass``; None: not used);
             ``total_mass_std`` [kg]: 0 = constraint, > 0 = soft prior.
         symmetry: a `SymmetryMap`, ``"robot"`` (the robot's symmetry pairs), ``"joints"`` (only friction
-            and armature of the robot's mirrored joints; the default: mirrored legs carry the same
-            actuators — measured on MuJoCo B1 it lowers the held-out error 1.64 → 1.58× and 1.93 → 1.40×
-            the floor at σ = 0 / 0.01, docs/benchmarks.md) or None (robots without symmetry pairs: none);
+            and armature of the robot's mirrored joints: mirrored legs carry the same actuators — on a
+            MuJoCo B1 sway it lowers the held-out error 1.93 → 1.40× the floor at σ = 0.01), None, or
+            ``"auto"`` (default: ``"joints"`` when some foot never leaves the ground in the log, None
+            when every foot swings at some point, see `_resolve_symmetry`; robots without symmetry
+            pairs: none);
             ``symmetry_std``: 0 = constraint, > 0 = soft prior with this relative std.
         use_imu, sigma_gyro [rad/s], sigma_acc [m/s²]: IMU factors (σ default: from the log's
             high-frequency content, floored at 1e-3 / 1e-2).
@@ -183,7 +185,7 @@ class FloatingBaseSmoother(JointSmoother):
         constraint_rounds: int = 20,
         total_mass: float | None = None,
         total_mass_std: float = 0.0,
-        symmetry="joints",
+        symmetry="auto",
         symmetry_std: float = 0.3,
         use_imu: bool = True,
         sigma_gyro: float | None = None,
@@ -653,7 +655,13 @@ class FloatingBaseSmoother(JointSmoother):
         contact point, exactly unobservable from stance data (module docstring). Truncating them is the
         truncated-SVD regularization of the decoupled baseline, applied to the joint problem."""
         graph = self._linearize(x, theta, noise)
-        S = self._solver.solve(graph, 0.0).schur
+        for damping in (0.0, 1e-9, 1e-7):  # relative Marquardt damping, only if a state block is
+            try:  # numerically indefinite without it (ill-conditioned knot blocks, e.g. an arm at rest)
+                S = self._solver.solve(graph, damping).schur
+                break
+            except SingularSystemError:
+                if damping == 1e-7:
+                    raise
         Jp = graph.prior_jacobian()
         si = self.layout_.s_inertial
         other = np.ones(theta.size, bool)
@@ -757,10 +765,11 @@ class FloatingBaseSmoother(JointSmoother):
         lay, robot = self.layout_, self.robot
         tm = self.total_mass if self.total_mass is not None else getattr(robot, "total_mass", None)
         self._total_mass = None if tm is None else float(tm)
-        sym = self.symmetry
+        sym = self.resolved_symmetry_ = self._resolve_symmetry()
         if isinstance(sym, str) and sym in ("robot", "joints"):
             sym = robot.symmetry_map() if hasattr(robot, "symmetry_map") else None
-            if sym is not None and self.symmetry == "joints":  # friction and armature of mirrored joints
+            if sym is not None and self.resolved_symmetry_ == "joints":
+                # friction and armature of mirrored joints only
                 sym = SymmetryMap((), sym.joint_pairs, sym.plane)
         self._symmetry = sym if isinstance(sym, SymmetryMap) else None
         self._sym_std = None
@@ -770,6 +779,22 @@ class FloatingBaseSmoother(JointSmoother):
             p_ref = getattr(self, "_p_scale", None)
             p_ref = lay.to_physical(theta_bar) if p_ref is None else p_ref
             self._sym_std = self._symmetry.relative_std(lay, p_ref, max(self.symmetry_std, 1e-3))
+
+    def _resolve_symmetry(self):
+        """``"auto"``: ``"joints"`` when some foot stays in stance for the whole log, else None.
+
+        In four-foot stance a leg's three joint torques can always be balanced by its own contact force,
+        so friction that differs between mirrored joints trades against internal contact forces and is
+        determined only through the base wrench; the symmetry prior regularizes it (MuJoCo B1 sway:
+        1.93 → 1.40× the floor). Once every foot swings at some point, each leg's joints are observed
+        without an unknown force, and a symmetry prior only biases actuators that differ (MuJoCo B1 step
+        in place: 1.37 with it, 1.23× without; docs/benchmarks.md)."""
+        if not (isinstance(self.symmetry, str) and self.symmetry == "auto"):
+            return self.symmetry
+        flags = getattr(self, "_flags", None)
+        if flags is None or flags.all(axis=0).any():
+            return "joints"
+        return None
 
     def _parameter_rows(self, theta, jacobians=True):
         """Total-mass and symmetry rows as (name, r, J, hard) with r unweighted (SI) and σ separately."""
@@ -905,7 +930,13 @@ class FloatingBaseSmoother(JointSmoother):
                 else {"value": self._total_mass, "std": self.total_mass_std},
                 "symmetry": None
                 if self._symmetry is None
-                else {"body_pairs": len(self._symmetry.body_pairs), "std": self.symmetry_std},
+                else {
+                    "mode": self.resolved_symmetry_ if isinstance(self.resolved_symmetry_, str) else "map",
+                    "requested": self.symmetry if isinstance(self.symmetry, str) else "map",
+                    "body_pairs": len(self._symmetry.body_pairs),
+                    "joint_pairs": len(self._symmetry.joint_pairs),
+                    "std": self.symmetry_std,
+                },
                 "imu": {
                     "frame": getattr(self, "imu_frame_", None),
                     "gyro": self._gyro is not None,
