@@ -24,8 +24,10 @@ MOTIONS = ("sway", "stand", "trot", "steps")
 @click.option("--friction-velocity-scale", type=float, default=0.05, show_default=True,
               help="vs in tau_f = fc·tanh(v/vs) + fv·v [rad/s].")
 @click.option("--motion", type=click.Choice(MOTIONS), default=None,
-              help="Floating-base robots only (MuJoCo simulator): body sway, still stance or trot in "
-                   "place [default: sway]. Rejected for fixed-base robots.")
+              help="Floating-base robots only (MuJoCo simulator): body sway, still stance, trot in place "
+                   "or steps (a static step in place lifting one foot at a time, 2.4 s per foot: the "
+                   "training log to record, since every leg swings) [default: sway]. Rejected for "
+                   "fixed-base robots.")
 @click.option("--out", "out", required=True, type=click.Path(file_okay=False),
               help="Output directory (replaced atomically).")
 def simulate_cmd(robot_name, duration, rate, noise, seed, trajectory_path, friction_velocity_scale, motion,
