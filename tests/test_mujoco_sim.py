@@ -239,11 +239,16 @@ def test_to_log_roundtrip(b1, noisy, tmp_path):
 
 
 # ---------------------------------------------------------------------------------------------- trot
+def _assert_upright(res, max_tilt):
+    """Roll and pitch below ``max_tilt`` [rad], base above 0.4 m throughout."""
+    roll, pitch = _roll_pitch(res.base_quat)
+    assert np.abs(roll).max() < max_tilt and np.abs(pitch).max() < max_tilt
+    assert res.base_pos[:, 2].min() > 0.4
+
+
 def test_trot_upright_and_diagonal_contacts(b1):
     res = simulate_stance(b1, duration=3.0, rate=200, seed=2, motion="trot", randomize=True)
-    roll, pitch = _roll_pitch(res.base_quat)
-    assert np.abs(roll).max() < 0.2 and np.abs(pitch).max() < 0.2
-    assert res.base_pos[:, 2].min() > 0.4
+    _assert_upright(res, 0.2)
     c = res.contact  # FL, FR, RL, RR
     a_only = c[:, 0] & c[:, 3] & ~c[:, 1] & ~c[:, 2]
     b_only = c[:, 1] & c[:, 2] & ~c[:, 0] & ~c[:, 3]
@@ -295,9 +300,7 @@ def test_step_plan_inverse_kinematics_reaches_the_foot_targets(b1):
 
 def test_steps_lift_one_foot_at_a_time_and_stay_upright(b1):
     res = simulate_stance(b1, duration=4.8, rate=250, seed=1, motion="steps", randomize=True)
-    roll, pitch = _roll_pitch(res.base_quat)
-    assert np.abs(roll).max() < 0.25 and np.abs(pitch).max() < 0.25
-    assert res.base_pos[:, 2].min() > 0.4
+    _assert_upright(res, 0.25)
     c = res.contact  # FL, FR, RL, RR
     assert c.sum(axis=1).min() >= 2 and (c.sum(axis=1) == 3).mean() > 0.4
     first, second = (res.t > 1.0) & (res.t < 1.8), (res.t > 3.4) & (res.t < 4.2)

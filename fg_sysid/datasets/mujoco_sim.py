@@ -480,6 +480,7 @@ class StepPlan:
         self._tg = np.arange(0.0, duration + 2.0 / rate, 1.0 / rate)
         self._Q = np.empty((self._tg.size, self._iq.size))
         self._Jinv = {f: np.empty((self._tg.size, 3, 3)) for f in self._feet}
+        self._J = {}  # leg Jacobians of the last inverse-kinematics iterate
         pos = {j: i for i, j in enumerate(self._iq)}
         self._cols = {f: np.array([pos[j] for j in self._leg[f][0]]) for f in self._feet}
         q = qb.copy()
@@ -500,6 +501,7 @@ class StepPlan:
         ok = np.isfinite(lo) & np.isfinite(hi) & (hi - lo > 2 * amp)
         self._other_center = np.where(ok, np.clip(base, lo + amp, hi - amp), base)
         self._other_amp = amp
+        self._other_freq = 0.2 + 0.07 * np.arange(self._other.size)  # [Hz]
         self.level_gain = 1.0  # [1/s] integral leveling of the base (see `__call__`)
         self._dz = np.zeros(len(self._feet))
         self._t_last = None
@@ -529,7 +531,6 @@ class StepPlan:
 
     def _ik(self, q: np.ndarray, targets: dict) -> np.ndarray:
         m, d = self._model, self._data
-        self._J = getattr(self, "_J", {})
         for _ in range(20):
             pin.framesForwardKinematics(m, d, q)
             pin.computeJointJacobians(m, d, q)
@@ -558,9 +559,8 @@ class StepPlan:
         qd = (1.0 - a) * self._Q[i] + a * self._Q[i + 1]
         if self._other.size:
             ramp = _blend(float(t) / 1.0)
-            freq = 0.2 + 0.07 * np.arange(self._other.size)  # [Hz]
             qd[self._other] = (1.0 - ramp) * qd[self._other] + ramp * (
-                self._other_center + self._other_amp * np.sin(2.0 * np.pi * freq * float(t))
+                self._other_center + self._other_amp * np.sin(2.0 * np.pi * self._other_freq * float(t))
             )
         if base_quat_wxyz is None:
             return qd
