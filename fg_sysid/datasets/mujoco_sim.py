@@ -479,29 +479,29 @@ class StepPlan:
         self._iq = robot.joint_index_q()
         self._tg = np.arange(0.0, duration + 2.0 / rate, 1.0 / rate)
         self._Q = np.empty((self._tg.size, self._iq.size))
-        self._Jinv = {f: np.empty((self._tg.size, 3, 3)) for f in self._feet}
-        self._J = {}  # leg Jacobians of the last inverse-kinematics iterate
+        # leg joint motion per unit foot height in the base frame (column z of the inverse leg Jacobian)
+        self._dq_dz = {f: np.empty((self._tg.size, 3)) for f in self._feet}
         pos = {j: i for i, j in enumerate(self._iq)}
         self._cols = {f: np.array([pos[j] for j in self._leg[f][0]]) for f in self._feet}
         q = qb.copy()
         for k, t in enumerate(self._tg):
-            q = self._ik(q, self.foot_targets(t))
+            q, J = self._ik(q, self.foot_targets(t))
             self._Q[k] = q[self._iq]
             for f in self._feet:
-                self._Jinv[f][k] = np.linalg.pinv(self._J[f])
+                self._dq_dz[f][k] = np.linalg.pinv(J[f])[:, 2]
         # joints on no leg (an arm): slow sines of ``other_amplitude`` about the standing value clipped
         # into the URDF limits, so that they move (at rest they stick in dry friction)
         legs = set(np.concatenate([self._leg[f][0] for f in self._feet]).tolist())
-        self._other = np.array([n for n, j in enumerate(self._iq) if j not in legs], int)
-        self.other_joints = self._other.copy()  # positions in the joint list
-        lo = model.lowerPositionLimit[self._iq[self._other]]
-        hi = model.upperPositionLimit[self._iq[self._other]]
+        # positions (in the joint list) of the joints on no leg
+        self.other_joints = np.array([n for n, j in enumerate(self._iq) if j not in legs], int)
+        lo = model.lowerPositionLimit[self._iq[self.other_joints]]
+        hi = model.upperPositionLimit[self._iq[self.other_joints]]
         amp = float(other_amplitude)
-        base = qb[self._iq[self._other]]
+        base = qb[self._iq[self.other_joints]]
         ok = np.isfinite(lo) & np.isfinite(hi) & (hi - lo > 2 * amp)
         self._other_center = np.where(ok, np.clip(base, lo + amp, hi - amp), base)
         self._other_amp = amp
-        self._other_freq = 0.2 + 0.07 * np.arange(self._other.size)  # [Hz]
+        self._other_freq = 0.2 + 0.07 * np.arange(self.other_joints.size)  # [Hz]
         self.level_gain = 1.0  # [1/s] integral leveling of the base (see `__call__`)
         self._dz = np.zeros(len(self._feet))
         self._t_last = None
@@ -529,8 +529,10 @@ class StepPlan:
                 p += r * np.array([math.sin(ang), 0.5 * math.sin(2.0 * ang), 0.5 * (1.0 - math.cos(ang))])
         return out
 
-    def _ik(self, q: np.ndarray, targets: dict) -> np.ndarray:
+    def _ik(self, q: np.ndarray, targets: dict) -> tuple[np.ndarray, dict]:
+        """Newton steps on each leg's joints to the foot ``targets``; (q, leg Jacobians of the last step)."""
         m, d = self._model, self._data
+        J_leg = {}
         for _ in range(20):
             pin.framesForwardKinematics(m, d, q)
             pin.computeJointJacobians(m, d, q)
@@ -540,11 +542,11 @@ class StepPlan:
                 worst = max(worst, float(np.abs(e).max()))
                 J = pin.getFrameJacobian(m, d, self._fid[f], pin.LOCAL_WORLD_ALIGNED)[:3]
                 iq, iv = self._leg[f]
-                self._J[f] = J[:, iv]
+                J_leg[f] = J[:, iv]
                 q[iq] += np.linalg.lstsq(J[:, iv], e, rcond=None)[0]
             if worst < 1e-10:
                 break
-        return q
+        return q, J_leg
 
     def __call__(self, t: float, base_quat_wxyz=None) -> np.ndarray:
         """Joint targets (n_joints,) at time ``t`` [s] (linear interpolation of the precomputed grid).
@@ -557,9 +559,9 @@ class StepPlan:
         i = min(int(x), self._tg.size - 2)
         a = x - i
         qd = (1.0 - a) * self._Q[i] + a * self._Q[i + 1]
-        if self._other.size:
+        if self.other_joints.size:
             ramp = _blend(float(t) / 1.0)
-            qd[self._other] = (1.0 - ramp) * qd[self._other] + ramp * (
+            qd[self.other_joints] = (1.0 - ramp) * qd[self.other_joints] + ramp * (
                 self._other_center + self._other_amp * np.sin(2.0 * np.pi * self._other_freq * float(t))
             )
         if base_quat_wxyz is None:
@@ -574,7 +576,7 @@ class StepPlan:
             p = self._p0[f]
             if four_feet:  # level only while all four feet are down (well posed, statically stable)
                 self._dz[n] += dt * self.level_gain * (roll * p[1] - pitch * p[0])
-            qd[self._cols[f]] += self._Jinv[f][i] @ np.array([0.0, 0.0, self._dz[n]])
+            qd[self._cols[f]] += self._dz[n] * self._dq_dz[f][i]
         return qd
 
 
