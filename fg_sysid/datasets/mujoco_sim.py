@@ -1,7 +1,7 @@
 """Floating-base legged-robot data from MuJoCo (issue 3 item 6, first slice).
 
-`build_mujoco_model` rebuilds a `RobotModel` (free-flyer root, 1-DoF joints) as a MuJoCo model with
-`mujoco.MjSpec` — URDFs such as example-robot-data's ``b1.urdf`` do not load in MuJoCo directly.
+`build_mujoco_spec` / `build_mujoco_model` rebuild a `RobotModel` (fixed or free-flyer root, 1-DoF
+joints) as a MuJoCo model with `mujoco.MjSpec` — URDFs such as example-robot-data's ``b1.urdf`` do not load in MuJoCo directly.
 One MuJoCo body per Pinocchio joint, placed at ``model.jointPlacements`` (so MuJoCo body frames are
 Pinocchio joint frames), explicit inertials from the Pinocchio inertias (COM position + full inertia
 about the COM), hinge/slide axes from the joint types, ``frictionloss`` (Coulomb), ``damping``
@@ -136,26 +136,34 @@ def _per_joint(values, n, what) -> np.ndarray:
     return arr
 
 
-def build_mujoco_model(
+def build_mujoco_spec(
     robot: RobotModel,
     inertial: np.ndarray | None = None,
     friction: tuple | dict | None = None,
     armature=None,
-    foot_frames: tuple[str, ...] = DEFAULT_FOOT_FRAMES,
+    foot_frames: tuple[str, ...] | None = DEFAULT_FOOT_FRAMES,
     foot_radius: float = 0.02,
     timestep: float = 0.0005,
     foot_friction: float = 1.0,
-) -> tuple[mujoco.MjModel, MujocoInfo]:
-    """MuJoCo model of ``robot`` (see the module docstring).
+) -> mujoco.MjSpec:
+    """`mujoco.MjSpec` of ``robot`` (fixed or free-flyer root, 1-DoF joints; see the module docstring).
+
+    The single MuJoCo builder of the project: the simulators compile it (`build_mujoco_model`) and
+    the MJCF export writes it (``spec.to_xml()``).
 
     Args:
-        inertial: (n_bodies, 10) Pinocchio dynamic parameters; default the URDF nominal.
-        friction: ``(fc, fv)`` per joint (or dict with keys ``fc``, ``fv``); default the URDF values.
-        armature: per joint (scalar broadcasts); default 0.
-        foot_frames: Pinocchio frame names where the contact spheres go (their centres).
+        inertial: (n_bodies, 10) Pinocchio dynamic parameters (m, m·c, I about the joint frame) in
+            SI units; default the URDF nominal.
+        friction: ``(fc, fv)`` per joint (or dict with keys ``fc``, ``fv``) — Coulomb [N·m | N] as
+            MuJoCo ``frictionloss``, viscous [N·m·s/rad | N·s/m] as ``damping``; default the URDF values.
+        armature: per joint [kg·m² | kg] (scalar broadcasts); default 0.
+        foot_frames: Pinocchio frame names where contact spheres go (their centres). Floating bases
+            only; ``None`` (or a fixed base) adds no feet, no floor and no IMU.
     """
-    _check_robot(robot)
     model = robot.model
+    floating = bool(robot.floating_base)
+    if floating and model.joints[1].shortname() != "JointModelFreeFlyer":
+        raise MujocoSimError(f"robot {robot.name!r}: joint 1 is not a free flyer")
     n = robot.n_joints
     P = robot.nominal_inertial_parameters() if inertial is None else np.asarray(inertial, float)
     if P.shape != (robot.n_bodies, 10):
@@ -168,7 +176,8 @@ def build_mujoco_model(
         fc, fv = friction
     fc, fv = _per_joint(fc, n, "fc"), _per_joint(fv, n, "fv")
     arm = _per_joint(armature, n, "armature")
-    for f in foot_frames:
+    feet = tuple(foot_frames or ()) if floating else ()
+    for f in feet:
         if not model.existFrame(f):
             raise MujocoSimError(f"robot {robot.name!r} has no frame {f!r}")
 
@@ -182,11 +191,12 @@ def build_mujoco_model(
     spec.option.integrator = mujoco.mjtIntegrator.mjINT_IMPLICITFAST
     spec.option.gravity = np.array(model.gravity.linear, float)
 
-    floor = spec.worldbody.add_geom(
-        name="floor", type=mujoco.mjtGeom.mjGEOM_PLANE, size=[0.0, 0.0, 0.05],
-        friction=[foot_friction, 0.005, 0.0001],
-    )
-    floor.contype, floor.conaffinity = 1, 1
+    if floating:
+        floor = spec.worldbody.add_geom(
+            name="floor", type=mujoco.mjtGeom.mjGEOM_PLANE, size=[0.0, 0.0, 0.05],
+            friction=[foot_friction, 0.005, 0.0001],
+        )
+        floor.contype, floor.conaffinity = 1, 1
 
     jn_index = {j: i for i, j in enumerate(robot.joint_names)}
     bodies = {0: spec.worldbody}
@@ -203,7 +213,7 @@ def build_mujoco_model(
         body.ipos = np.array(inert.lever, float)
         body.iquat = [1.0, 0.0, 0.0, 0.0]
         body.fullinertia = [I_c[0, 0], I_c[1, 1], I_c[2, 2], I_c[0, 1], I_c[0, 2], I_c[1, 2]]
-        if j == 1:
+        if j == 1 and floating:
             body.add_freejoint(name=model.names[j])
             body.add_site(name="imu", pos=[0.0, 0.0, 0.0])
         else:
@@ -219,7 +229,7 @@ def build_mujoco_model(
             jt.armature = float(arm[i])
         bodies[j] = body
 
-    for f in foot_frames:
+    for f in feet:
         fr = model.frames[model.getFrameId(f)]
         body = bodies[int(fr.parentJoint)]
         pos = np.array(fr.placement.translation, float)
@@ -238,18 +248,47 @@ def build_mujoco_model(
             act.ctrllimited = 1
             act.ctrlrange = [-float(effort[i]), float(effort[i])]
 
-    spec.add_sensor(name="imu_gyro", type=mujoco.mjtSensor.mjSENS_GYRO,
-                    objtype=mujoco.mjtObj.mjOBJ_SITE, objname="imu")
-    spec.add_sensor(name="imu_acc", type=mujoco.mjtSensor.mjSENS_ACCELEROMETER,
-                    objtype=mujoco.mjtObj.mjOBJ_SITE, objname="imu")
+    if floating:
+        spec.add_sensor(name="imu_gyro", type=mujoco.mjtSensor.mjSENS_GYRO,
+                        objtype=mujoco.mjtObj.mjOBJ_SITE, objname="imu")
+        spec.add_sensor(name="imu_acc", type=mujoco.mjtSensor.mjSENS_ACCELEROMETER,
+                        objtype=mujoco.mjtObj.mjOBJ_SITE, objname="imu")
+    return spec
 
+
+def build_mujoco_model(
+    robot: RobotModel,
+    inertial: np.ndarray | None = None,
+    friction: tuple | dict | None = None,
+    armature=None,
+    foot_frames: tuple[str, ...] | None = DEFAULT_FOOT_FRAMES,
+    foot_radius: float = 0.02,
+    timestep: float = 0.0005,
+    foot_friction: float = 1.0,
+) -> tuple[mujoco.MjModel, MujocoInfo]:
+    """Compiled MuJoCo model of ``robot`` (`build_mujoco_spec`) and its `MujocoInfo` map.
+
+    Fixed-base robots get no feet, floor or IMU: ``foot_*`` arrays are empty and ``imu_site``,
+    ``floor_geom``, ``sensor_adr`` entries are -1.
+    """
+    spec = build_mujoco_spec(robot, inertial, friction, armature, foot_frames, foot_radius, timestep,
+                             foot_friction)
     try:
         mj = spec.compile()
     except Exception as e:  # mujoco raises ValueError with the compiler message
         raise MujocoSimError(f"robot {robot.name!r}: MuJoCo compile failed: {e}") from None
+    floating = bool(robot.floating_base)
+    feet = tuple(foot_frames or ()) if floating else ()
+
+    def oid(kind, name):
+        return int(mujoco.mj_name2id(mj, kind, name))
 
     def jid(name):
-        return mujoco.mj_name2id(mj, mujoco.mjtObj.mjOBJ_JOINT, name)
+        return oid(mujoco.mjtObj.mjOBJ_JOINT, name)
+
+    def sensor(name):
+        i = oid(mujoco.mjtObj.mjOBJ_SENSOR, name)
+        return int(mj.sensor_adr[i]) if i >= 0 else -1
 
     info = MujocoInfo(
         joint_names=tuple(robot.joint_names),
@@ -258,20 +297,15 @@ def build_mujoco_model(
         dof_adr=np.array([mj.jnt_dofadr[jid(j)] for j in robot.joint_names], int),
         pin_idx_q=robot.joint_index_q(),
         pin_idx_v=robot.joint_index_v(),
-        actuator_ids=np.array([mujoco.mj_name2id(mj, mujoco.mjtObj.mjOBJ_ACTUATOR, f"{j}_motor")
-                               for j in robot.joint_names], int),
-        foot_frames=tuple(foot_frames),
-        foot_geoms=np.array([mujoco.mj_name2id(mj, mujoco.mjtObj.mjOBJ_GEOM, f"{f}_geom")
-                             for f in foot_frames], int),
-        foot_sites=np.array([mujoco.mj_name2id(mj, mujoco.mjtObj.mjOBJ_SITE, f"{f}_site")
-                             for f in foot_frames], int),
-        floor_geom=mujoco.mj_name2id(mj, mujoco.mjtObj.mjOBJ_GEOM, "floor"),
-        imu_site=mujoco.mj_name2id(mj, mujoco.mjtObj.mjOBJ_SITE, "imu"),
-        sensor_adr={
-            "gyro": int(mj.sensor_adr[mujoco.mj_name2id(mj, mujoco.mjtObj.mjOBJ_SENSOR, "imu_gyro")]),
-            "acc": int(mj.sensor_adr[mujoco.mj_name2id(mj, mujoco.mjtObj.mjOBJ_SENSOR, "imu_acc")]),
-        },
-        base_body=mujoco.mj_name2id(mj, mujoco.mjtObj.mjOBJ_BODY, robot.body_names[0]),
+        actuator_ids=np.array([oid(mujoco.mjtObj.mjOBJ_ACTUATOR, f"{j}_motor") for j in robot.joint_names],
+                              int),
+        foot_frames=feet,
+        foot_geoms=np.array([oid(mujoco.mjtObj.mjOBJ_GEOM, f"{f}_geom") for f in feet], int),
+        foot_sites=np.array([oid(mujoco.mjtObj.mjOBJ_SITE, f"{f}_site") for f in feet], int),
+        floor_geom=oid(mujoco.mjtObj.mjOBJ_GEOM, "floor"),
+        imu_site=oid(mujoco.mjtObj.mjOBJ_SITE, "imu"),
+        sensor_adr={"gyro": sensor("imu_gyro"), "acc": sensor("imu_acc")},
+        base_body=oid(mujoco.mjtObj.mjOBJ_BODY, robot.body_names[0]),
         foot_radius=float(foot_radius),
     )
     return mj, info
@@ -855,7 +889,7 @@ def write_mujoco_simulation(result: StanceResult, out_dir: str | os.PathLike) ->
 
 __all__ = [
     "DEFAULT_FOOT_FRAMES", "FRICTION_MODEL", "MOTIONS", "MujocoInfo", "MujocoSimError", "StanceResult",
-    "StepPlan", "build_mujoco_model", "contact_forces", "debounce_contacts", "draw_truth", "mj_to_pin",
+    "StepPlan", "build_mujoco_model", "build_mujoco_spec", "contact_forces", "debounce_contacts", "draw_truth", "mj_to_pin",
     "pin_to_mj", "simulate_stance", "standing_configuration", "standing_posture", "to_log",
     "truth_trajectory_frame", "write_mujoco_simulation",
 ]
