@@ -7,7 +7,9 @@ Unknowns: per knot k the state x_k = (q_k, v_k, a_k) and the global parameter ve
        + Σ_k ‖integration(x_k, x_{k+1})‖²_{Σp}                                (process noise)
        + ‖θ − θ̄‖²_{Σθ}                                                        (parameter prior)
 
-is solved by Levenberg–Marquardt driven from Python: each iteration linearizes all factors in batch
+is a `problem.Problem` of four term sets (`terms.encoders`, `terms.velocities`,
+`terms.inverse_dynamics`, `terms.integration`, `terms.parameter_prior`) solved by the core's
+Levenberg–Marquardt (`solver`, line-search strategy): each iteration linearizes all terms in batch
 (one Pinocchio RNEA-derivatives and one regressor call per knot), then solves the arrow-structured
 normal equations in O(N) (`linear_solver`). θ's marginal covariance is the inverse Schur complement at
 the solution. Noise levels left as None are estimated from the log (`noise`), and the effort noise is
@@ -26,23 +28,17 @@ from threadpoolctl import threadpool_limits
 
 from ..datasets.log import Log
 from ..factors.inverse_dynamics import InverseDynamicsResidual
-from ..factors.kinematics import encoder_residual, integration_residual, velocity_residual
 from ..factors.manifold import ConfigurationSpace
 from ..layout import ParameterLayout
 from ..parameterizations import warn_if_inconsistent
 from ..robots import RobotModel
-from .linear_solver import (
-    LinearizedGraph,
-    SingularSystemError,
-    StructuredSolver,
-    solve_gtsam,
-)
+from . import terms
 from .noise import highfreq_noise_std, savgol_derivatives
+from .problem import Problem
 from .result import IdentificationResult
+from .solver import EstimationError, LevenbergMarquardt, SolverOptions
 
-
-class EstimationError(RuntimeError):
-    """The estimation could not run or diverged (message says why)."""
+__all__ = ["EstimationError", "JointSmoother", "NoiseLevels"]
 
 
 @dataclass
@@ -143,8 +139,8 @@ class JointSmoother:
             robot, self.inertia, self.friction, self.friction_velocity_scale,
             fit_friction=self.fit_friction, fit_armature=self.fit_armature)
         self._space = ConfigurationSpace(robot.model)
-        self._solver = StructuredSolver()
-        self._gram_cache: dict = {}
+        self._lm = LevenbergMarquardt(SolverOptions("line-search", self.tol, self.max_iterations,
+                                                    backend=self.solver, verbose=self.verbose))
         self._id = InverseDynamicsResidual(layout)
         iv = robot.joint_index_v()
         t = log.t[idx]
@@ -197,6 +193,7 @@ class JointSmoother:
             if replaced:
                 self._log("initial θ: least-squares blocks outside the physically valid set, projected onto "
                           "it or (when not representable) set to the prior mean: " + ", ".join(replaced))
+        self.problem_ = self._build_problem(noise)
         x = self._kinematic_init((q0, v0, a0), noise)
         history: list[dict] = []
         # later rounds re-estimate the effort noise from the inverse-dynamics residuals (IRLS: model
@@ -205,7 +202,7 @@ class JointSmoother:
         converged = False
         rounds = 1 + max(int(self.reweight_rounds), 0) if self.sigma_tau is None else 1
         for rnd in range(rounds):
-            x, theta, converged, hist = self._levenberg_marquardt(x, theta, noise, rnd)
+            x, theta, converged, hist = self._lm.run(self.problem_, x, theta, rnd)
             history += hist
             if rnd < rounds - 1:
                 # IRLS: the effort noise that the residuals show (model error of a real robot shows up
@@ -217,15 +214,11 @@ class JointSmoother:
                 change = np.max(np.abs(np.log(new_tau / noise.tau)))
                 noise.tau = new_tau
                 noise.source["tau"] = f"re-estimated from inverse-dynamics residuals (round {rnd + 1})"
+                self.problem_ = self._build_problem(noise)
                 if change < 0.05:
                     break
         # marginal covariance of θ at the solution (undamped Schur complement)
-        graph = self._linearize(x, theta, noise)
-        try:
-            step = self._solver.solve(graph, 0.0)
-            cov = np.linalg.inv(step.schur)
-        except (SingularSystemError, np.linalg.LinAlgError):
-            cov = np.full((layout.n, layout.n), np.nan)
+        cov = self._lm.covariance(self.problem_, x, theta)
         seconds = time.perf_counter() - t_start
         self.result_ = IdentificationResult.build(
             layout=layout, theta=theta, theta_cov=cov, theta_prior=(theta_bar, theta_std),
@@ -278,157 +271,54 @@ class JointSmoother:
         spq = spv * h
         return NoiseLevels(sq, sv, st, spq, spv, src, np.nan_to_num(tau_rms, nan=1.0), tau_cap)
 
-    # ------------------------------------------------------------------ graph
-    def _linearize(self, x, theta, noise: NoiseLevels, jacobians: bool = True, freeze_theta: bool = False):
-        q, v, a = x
-        N, nv = v.shape
-        nx = 3 * nv
-        layout = self.layout_
-        graph = LinearizedGraph(N, nx, layout.n)
-        if self._space.is_vector_space:  # encoder/velocity/integration Jacobians are constant
-            graph.gram_cache = self._gram_cache
+    # ------------------------------------------------------------------ problem
+    def _build_problem(self, noise: NoiseLevels) -> Problem:
+        """The fixed-base term set (paper 004 eq. 1) at the given noise levels."""
+        nv = self.robot.nv
         iv = self.robot.joint_index_v()
+        problem = Problem(self._space, (("q", nv), ("v", nv), ("a", nv)), self.layout_.n)
         wq = np.zeros(nv)
         wq[iv] = 1.0 / noise.q
-        r, J = encoder_residual(self._space, q, self._qm, jacobians)
-        graph.knot.append((None if J is None else J * wq[None, :, None], r * wq))
+        problem.add(terms.encoders(problem, self._qm, wq))
         if self._vm is not None:
             wv = np.zeros(nv)
             wv[iv] = 1.0 / noise.v
-            r, J = velocity_residual(v, self._vm, jacobians)
-            graph.knot.append((None if J is None else J * wv[None, :, None], r * wv))
+            problem.add(terms.velocities(problem, self._vm, wv))
         wt = np.zeros(nv)
         wt[iv] = 1.0 / noise.tau
-        W = self._tau_mask * wt[None, :]
-        lin = self._id.evaluate(q, v, a, self._taum, theta, jacobians)
-        r = lin.r * W
-        if jacobians:
-            Jx = np.concatenate([lin.Jq, lin.Jv, lin.Ja], axis=2) * W[:, :, None]
-            graph.knot_theta.append((Jx, lin.Jtheta * W[:, :, None], r))
-        else:
-            graph.knot_theta.append((None, None, r))
+        problem.add(terms.inverse_dynamics(problem, self._id, self._taum, self._tau_mask * wt[None, :]))
         wp = np.zeros(2 * nv)
         wp[iv] = 1.0 / noise.process_q
         wp[nv + iv] = 1.0 / noise.process_v
-        pl = integration_residual(self._space, q, v, a, self._h, jacobians)
-        graph.pair.append((None if pl.J0 is None else pl.J0 * wp[None, :, None],
-                           None if pl.J1 is None else pl.J1 * wp[None, :, None], pl.r * wp))
-        graph.prior_r = (theta - self._theta_bar) / self._theta_std
-        if freeze_theta:  # θ held: no parameter columns, the prior alone fixes δθ = 0
-            if jacobians:
-                Jx, Jt, r = graph.knot_theta[0]
-                graph.knot_theta[0] = (Jx, np.zeros_like(Jt), r)
-            graph.prior_w = np.ones(layout.n)
-            graph.prior_r = np.zeros(layout.n)
-        else:
-            graph.prior_w = 1.0 / self._theta_std
-        return graph
+        problem.add(terms.integration(problem, self._h, wp))
+        problem.add(terms.parameter_prior(self._theta_bar, self._theta_std))
+        return problem
+
+    def _linearize(self, x, theta, noise: NoiseLevels | None = None, jacobians: bool = True,
+                   freeze_theta: bool = False):
+        """The problem's `LinearizedGraph` at (x, θ) (for tests and benchmarks)."""
+        problem = self.problem_ if noise is None or noise is self.noise_ else self._build_problem(noise)
+        return problem.linearize(x, theta, jacobians, freeze_theta)
 
     def _kinematic_init(self, x, noise: NoiseLevels, iterations: int = 2):
         """Make the smoothed initial states consistent with the integration factors: a linear(ized)
         smoother over encoders, velocity measurements and integration, with the smoothed accelerations
         as weak pseudo-measurements (std = their RMS) in place of the dynamics."""
         q, v, a = x
-        N, nv = v.shape
         a_ref = a.copy()
         wa = 1.0 / np.maximum(np.sqrt(np.mean(a_ref ** 2, axis=0)), 1e-3)
-        Ja = np.zeros((N, nv, 3 * nv))
-        Ja[:, :, 2 * nv:] = np.diag(wa)
+        kin = self._build_problem(noise)
+        kin.terms = [t for t in kin.terms if t.name not in ("inverse_dynamics", "parameter_prior")]
+        kin.add(terms.pseudo_accelerations(kin, a_ref, wa))
         for _ in range(iterations):
-            graph = self._linearize((q, v, a), self._theta_bar, noise, freeze_theta=True)
-            graph.knot_theta = []
-            graph.knot.append((Ja, (a - a_ref) * wa))
-            graph.gram_cache = None  # an extra factor: not the estimator's constant blocks
-            step = self._solver.solve(graph, 0.0)
-            q, v, a = self._retract((q, v, a), step.dx)
+            step = self._lm._linear.solve(kin.linearize((q, v, a), self._theta_bar, freeze_theta=True), 0.0)
+            q, v, a = kin.retract((q, v, a), step.dx)
             if self._space.is_vector_space:
                 break
         return q, v, a
 
     def _retract(self, x, dx):
-        q, v, a = x
-        nv = v.shape[1]
-        return (self._space.integrate(q, dx[:, :nv]), v + dx[:, nv:2 * nv], a + dx[:, 2 * nv:])
-
-    def _levenberg_marquardt(self, x, theta, noise, rnd, freeze_theta: bool = False, tol: float | None = None,
-                             max_iterations: int | None = None):
-        """Levenberg–Marquardt with a backtracking line search along each damped step.
-
-        The damping λ starts tiny (a Gauss–Newton step); a step that does not lower the cost is first
-        shortened (α = 1/2, 1/4, ... 1/64, no new solve), and λ is raised tenfold only when that fails
-        too; after an accepted full step λ shrinks tenfold. Stops when the linear model predicts a
-        relative decrease below ``tol`` after a full step, or two steps in a row lowered the cost by
-        less than ``tol`` (converged), or after ``max_iterations``.
-        """
-        tol = self.tol if tol is None else tol
-        max_iterations = self.max_iterations if max_iterations is None else max_iterations
-        solve = self._solver.solve if self.solver == "structured" else solve_gtsam
-        lam = 1e-9
-        history = []
-        converged = False
-        graph = self._linearize(x, theta, noise, freeze_theta=freeze_theta)
-        cost = graph.cost()
-        if not np.isfinite(cost):
-            raise EstimationError("initial cost is not finite (check the log for extreme values)")
-
-        def cost_at(xx, tt):
-            return self._linearize(xx, tt, noise, jacobians=False, freeze_theta=freeze_theta).cost()
-
-        prev_small = False
-        for it in range(max_iterations):
-            t0 = time.perf_counter()
-            accepted = False
-            alpha = 1.0
-            step = None
-            for _ in range(8):
-                try:
-                    step = solve(graph, lam)
-                except SingularSystemError:
-                    lam = max(lam * 10, 1e-6)
-                    continue
-                pred = step.predicted_decrease
-                if np.isfinite(pred) and pred < tol * 1e-2 * cost:
-                    break  # the model predicts nothing more to gain
-                alpha = 1.0
-                while alpha >= 1 / 64:
-                    x_new = self._retract(x, alpha * step.dx)
-                    theta_new = theta + alpha * step.dtheta
-                    new_cost = cost_at(x_new, theta_new)
-                    if np.isfinite(new_cost) and new_cost < cost:
-                        accepted = True
-                        break
-                    alpha *= 0.5
-                if accepted:
-                    if alpha == 1.0:
-                        lam = max(lam / 10, 1e-12)
-                    break
-                lam = max(lam * 10, 1e-6)
-            if not accepted:
-                # no step lowers the cost: a minimum to working precision if the model agrees
-                pred = step.predicted_decrease if step is not None else np.inf
-                converged = bool(np.isfinite(pred) and pred < 1e-3 * max(cost, 1e-300))
-                self._log(f"round {rnd} iter {it:3d}: no further decrease (λ={lam:.1e}); "
-                          + ("converged" if converged else "stalled"))
-                break
-            rel = (cost - new_cost) / max(cost, 1e-300)
-            pred_rel = (step.predicted_decrease / max(cost, 1e-300)) if np.isfinite(step.predicted_decrease) \
-                else rel
-            x, theta, cost = x_new, theta_new, new_cost
-            graph = self._linearize(x, theta, noise, freeze_theta=freeze_theta)
-            dt = time.perf_counter() - t0
-            history.append({"round": rnd, "iteration": it, "cost": cost, "lambda": lam, "alpha": alpha,
-                            "seconds": dt, "step_theta": float(np.linalg.norm(alpha * step.dtheta))})
-            parts = graph.cost_parts()
-            self._log(f"round {rnd} iter {it:3d}: cost {cost:.6e} (enc {parts['knot']:.2e} "
-                      f"id {parts['knot_theta']:.2e} int {parts['pair']:.2e} prior {parts['prior']:.2e})  "
-                      f"rel.decrease {rel:.2e}  step {alpha:.3g}  λ {lam:.0e}  {dt:.2f} s")
-            # converged: the linear model has nothing left to gain, or two steps in a row gained < tol
-            small = rel < tol
-            if (alpha == 1.0 and max(rel, pred_rel) < tol) or (small and prev_small):
-                converged = True
-                break
-            prev_small = small
-        return x, theta, converged, history
+        return self.problem_.retract(x, dx)
 
     def _log(self, msg: str) -> None:
         if self.verbose:

@@ -129,3 +129,79 @@ def friction_cone_residual(model, data, frame_id, q, lam_local, mu, normal=Z_UP,
     dg_df = lam_t / rho[:, None] - mu * nrm  # (N, 3); λ_t ⟂ n so the tangential projector is implicit
     dg_df = np.where(active[:, None], dg_df, 0.0)
     return r, np.einsum("ni,nij->nj", dg_df, Jq)[:, None], np.einsum("ni,nij->nj", dg_df, Jl)[:, None]
+
+
+class ContactGeneralizedForces:
+    """τ_c = Σ_f J_cᵀ λ_f (paper 004 eq. 2's contact term) with its analytic Jacobians, batched over knots.
+
+    λ_f [N] is in the LOCAL axes of foot frame f, applied at the contact point: the frame origin for
+    point feet, or ρ below it along world −z for a sphere of radius ρ (rolling without slipping).
+    The spatial force on the parent joint is a placement of λ_f, so Pinocchio's RNEA derivatives with
+    external forces (on a zero-gravity copy of the model: RNEA(q, 0, 0, fext) = −τ_c) give ∂τ_c/∂q
+    exactly; ∂τ_c/∂λ_f = J_cᵀ.
+    """
+
+    def __init__(self, model: pin.Model, frame_ids, radius: float = 0.0):
+        self.model = model.copy()
+        self.model.gravity = pin.Motion.Zero()
+        self.data = self.model.createData()
+        self.fids = [int(f) for f in frame_ids]
+        self.nf = len(self.fids)
+        self.radius = float(radius)
+        self.offset = np.array([0.0, 0.0, -self.radius])
+
+    def _placement(self, fid):
+        """Placement (in the parent joint) of the contact point of foot ``fid`` with the foot frame's axes:
+        the frame origin shifted by ρ along −z_world (kinematics of ``data`` must be current)."""
+        m, d = self.model, self.data
+        fr = m.frames[fid]
+        if self.radius == 0.0:
+            return fr.placement
+        R = d.oMi[fr.parentJoint].rotation @ fr.placement.rotation
+        return fr.placement * pin.SE3(np.eye(3), R.T @ self.offset)
+
+    def evaluate(self, q, lam, jacobians: bool = True):
+        """τ_c (N, nv); dτ_c/dδq (N, nv, nv) (None without Jacobians); dτ_c/dλ (N, nv, 3 nf)."""
+        m0, d0 = self.model, self.data
+        n, nv = q.shape[0], m0.nv
+        tau = np.empty((n, nv))
+        dq = np.empty((n, nv, nv)) if jacobians else None
+        dl = np.empty((n, nv, 3 * self.nf))
+        zero = np.zeros(nv)
+        for k in range(n):
+            pin.computeJointJacobians(m0, d0, q[k])
+            pin.updateFramePlacements(m0, d0)
+            fext = pin.StdVec_Force()
+            for _ in range(m0.njoints):
+                fext.append(pin.Force.Zero())
+            for i, fid in enumerate(self.fids):
+                fr = m0.frames[fid]
+                pl = self._placement(fid)
+                Jj = pin.getJointJacobian(m0, d0, fr.parentJoint, pin.LOCAL)
+                Jl = pl.toActionMatrixInverse()[:3] @ Jj
+                dl[k, :, 3 * i: 3 * i + 3] = Jl.T
+                fext[fr.parentJoint] = fext[fr.parentJoint] + pl.act(pin.Force(lam[k, 3 * i: 3 * i + 3], np.zeros(3)))
+            tau[k] = dl[k] @ lam[k]
+            if jacobians:
+                dr_dq, _, _ = pin.computeRNEADerivatives(m0, d0, q[k], zero, zero, fext)
+                dq[k] = -dr_dq
+                if self.radius != 0.0:
+                    dq[k] += self._offset_moment_jacobian(lam[k])
+        return tau, dq, dl
+
+    def _offset_moment_jacobian(self, lam):
+        """Correction of dτ_c/dδq for the world-fixed offset d of a spherical foot: RNEA derivatives with
+        external forces treat the application point as fixed in the foot (turning with it)."""
+        m0, d0 = self.model, self.data
+        out = np.zeros((m0.nv, m0.nv))
+        for i, fid in enumerate(self.fids):
+            fr = m0.frames[fid]
+            R = d0.oMi[fr.parentJoint].rotation @ fr.placement.rotation
+            f_w = R @ lam[3 * i: 3 * i + 3]
+            Jw = pin.getFrameJacobian(m0, d0, fid, pin.LOCAL_WORLD_ALIGNED)
+            # τ = (J_lin − [d]× J_ang)ᵀ f = J_linᵀ f + J_angᵀ (d × f). A body-fixed offset would turn
+            # with the foot, δd = δφ × d (δφ = J_ang δq, world), adding J_angᵀ (δd × f) = J_angᵀ [f]× [d]× δφ
+            # to the derivative; the world-fixed offset of a rolling sphere does not: subtract it.
+            Ja = Jw[3:]
+            out -= Ja.T @ _skew(f_w) @ _skew(self.offset) @ Ja
+        return out

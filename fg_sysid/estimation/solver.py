@@ -1,0 +1,261 @@
+"""The one nonlinear solver of the estimation core: Levenberg–Marquardt over a `Problem`, with the
+augmented Lagrangian for its constraint terms (issue 10).
+
+Iterations are driven from Python (GTSAM's own optimizers calling Python factors are O(N²) per
+iteration, ../shared/notes/gtsam-python-performance.md); each one linearizes every term in batch
+(`Problem.linearize`) and solves the arrow-structured normal equations in O(N) (`linear_solver`).
+
+Two damping strategies, chosen per problem:
+
+* ``"line-search"`` — λ starts tiny (a Gauss–Newton step); a step that does not lower the cost is first
+  shortened (α = 1/2 … 1/64, no new solve), λ grows tenfold only when that fails too and shrinks
+  tenfold after an accepted full step. Suited to well-conditioned smooth problems (fixed base).
+* ``"trust-region"`` — Nielsen's gain-ratio update: ρ = actual/predicted decrease; accepted steps
+  (ρ > 0) shrink λ by max(1/3, 1 − (2ρ − 1)³), rejected ones grow it by ν = 2, 4, 8, … Suited to
+  bilinear, weakly determined problems (contact forces × kinematics, floating base).
+
+Both stop when the linear model predicts a relative decrease below ``tol`` (converged), when
+consecutive accepted steps gain less than ``tol``, when θ stops moving (max |δθ| below ``theta_tol``
+on two consecutive steps, where given), or after ``max_iterations``.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+
+from .linear_solver import SingularSystemError, StructuredSolver, solve_gtsam
+from .problem import Problem, worst_violation
+
+
+class EstimationError(RuntimeError):
+    """The estimation could not run or diverged (message says why)."""
+
+
+@dataclass
+class SolverOptions:
+    """Options of `LevenbergMarquardt` (see the module docstring)."""
+
+    strategy: str = "line-search"
+    tol: float = 1e-3
+    max_iterations: int = 30
+    theta_tol: float | None = None
+    backend: str = "structured"  # or "gtsam" (GTSAM multifrontal elimination of the same blocks)
+    verbose: bool = False
+
+
+class LevenbergMarquardt:
+    """Levenberg–Marquardt on any `Problem` (``run``), plus the augmented-Lagrangian rounds
+    (``augmented_lagrangian``) and θ's marginal covariance (``covariance``)."""
+
+    def __init__(self, options: SolverOptions | None = None):
+        self.options = options or SolverOptions()
+        if self.options.strategy not in ("line-search", "trust-region"):
+            raise ValueError(f"strategy must be 'line-search' or 'trust-region', not {self.options.strategy!r}")
+        if self.options.backend not in ("structured", "gtsam"):
+            raise ValueError(f"backend must be 'structured' or 'gtsam', not {self.options.backend!r}")
+        self._linear = StructuredSolver()
+
+    def _solve(self, graph, lam):
+        if self.options.backend == "gtsam":
+            return solve_gtsam(graph, lam)
+        return self._linear.solve(graph, lam)
+
+    def log(self, msg: str) -> None:
+        if self.options.verbose:
+            print(msg, file=sys.stderr, flush=True)
+
+    # ------------------------------------------------------------------ LM
+    def run(self, problem: Problem, x, theta, rnd: int = 0, freeze_theta: bool = False,
+            tol: float | None = None, max_iterations: int | None = None):
+        """Minimize the problem's cost from (x, θ). Returns (x, θ, converged, history)."""
+        o = self.options
+        tol = o.tol if tol is None else tol
+        max_iterations = o.max_iterations if max_iterations is None else max_iterations
+        graph = problem.linearize(x, theta, freeze_theta=freeze_theta)
+        cost = graph.cost()
+        if not np.isfinite(cost):
+            raise EstimationError("initial cost is not finite (check the log for extreme values)")
+        step_fn = self._line_search if o.strategy == "line-search" else self._trust_region
+        return step_fn(problem, x, theta, graph, cost, rnd, freeze_theta, tol, max_iterations)
+
+    def _record(self, history, rnd, it, cost, lam, alpha, dt, dtheta, rho=None):
+        entry = {"round": rnd, "iteration": it, "cost": cost, "lambda": lam, "alpha": alpha,
+                 "seconds": dt, "step_theta": float(np.linalg.norm(dtheta))}
+        if rho is not None:
+            entry["rho"] = float(rho)
+        history.append(entry)
+
+    def _theta_still(self, dtheta, theta) -> bool:
+        tt = self.options.theta_tol
+        return tt is not None and float(np.max(np.abs(dtheta), initial=0.0)) < tt
+
+    def _line_search(self, problem, x, theta, graph, cost, rnd, freeze_theta, tol, max_iterations):
+        lam = 1e-9
+        history = []
+        converged = False
+        prev_small = False
+        prev_still = False
+        for it in range(max_iterations):
+            t0 = time.perf_counter()
+            accepted = False
+            alpha = 1.0
+            step = None
+            for _ in range(8):
+                try:
+                    step = self._solve(graph, lam)
+                except SingularSystemError:
+                    lam = max(lam * 10, 1e-6)
+                    continue
+                pred = step.predicted_decrease
+                if np.isfinite(pred) and pred < tol * 1e-2 * cost:
+                    break  # the model predicts nothing more to gain
+                alpha = 1.0
+                while alpha >= 1 / 64:
+                    x_new = problem.retract(x, alpha * step.dx)
+                    theta_new = theta + alpha * step.dtheta
+                    new_cost = problem.cost(x_new, theta_new, freeze_theta)
+                    if np.isfinite(new_cost) and new_cost < cost:
+                        accepted = True
+                        break
+                    alpha *= 0.5
+                if accepted:
+                    if alpha == 1.0:
+                        lam = max(lam / 10, 1e-12)
+                    break
+                lam = max(lam * 10, 1e-6)
+            if not accepted:
+                # no step lowers the cost: a minimum to working precision if the model agrees
+                pred = step.predicted_decrease if step is not None else np.inf
+                converged = bool(np.isfinite(pred) and pred < 1e-3 * max(cost, 1e-300))
+                self.log(f"round {rnd} iter {it:3d}: no further decrease (λ={lam:.1e}); "
+                         + ("converged" if converged else "stalled"))
+                break
+            rel = (cost - new_cost) / max(cost, 1e-300)
+            pred_rel = (step.predicted_decrease / max(cost, 1e-300)) if np.isfinite(step.predicted_decrease) \
+                else rel
+            x, theta, cost = x_new, theta_new, new_cost
+            graph = problem.linearize(x, theta, freeze_theta=freeze_theta)
+            dt = time.perf_counter() - t0
+            self._record(history, rnd, it, cost, lam, alpha, dt, alpha * step.dtheta)
+            parts = graph.cost_parts()
+            self.log(f"round {rnd} iter {it:3d}: cost {cost:.6e} (knot {parts['knot']:.2e} "
+                     f"knot-θ {parts['knot_theta']:.2e} pair {parts['pair']:.2e} θ {parts['prior']:.2e})  "
+                     f"rel.decrease {rel:.2e}  step {alpha:.3g}  λ {lam:.0e}  {dt:.2f} s")
+            small = rel < tol
+            still = not freeze_theta and self._theta_still(alpha * step.dtheta, theta)
+            if (alpha == 1.0 and max(rel, pred_rel) < tol) or (small and prev_small) or (still and prev_still):
+                converged = True
+                break
+            prev_small, prev_still = small, still
+        return x, theta, converged, history
+
+    def _trust_region(self, problem, x, theta, graph, cost, rnd, freeze_theta, tol, max_iterations):
+        lam, nu = 1e-4, 2.0
+        history = []
+        converged = False
+        small_prev = False
+        still_prev = False
+        for it in range(max_iterations):
+            t0 = time.perf_counter()
+            try:
+                step = self._solve(graph, lam)
+            except SingularSystemError:
+                lam, nu = lam * nu, nu * 2
+                continue
+            pred = step.predicted_decrease
+            if not np.isfinite(pred):
+                lam, nu = lam * nu, nu * 2
+                continue
+            if pred < 1e-2 * tol * cost:
+                converged = True
+                self.log(f"round {rnd} iter {it:3d}: predicted decrease {pred:.2e} below tolerance; converged")
+                break
+            x_new = problem.retract(x, step.dx)
+            theta_new = theta + step.dtheta
+            with np.errstate(over="ignore", invalid="ignore"):  # a wild trial step is simply rejected
+                new_cost = problem.cost(x_new, theta_new, freeze_theta)
+            rho = (cost - new_cost) / pred if np.isfinite(new_cost) else -np.inf
+            if rho <= 0:
+                lam, nu = lam * nu, nu * 2
+                self.log(f"round {rnd} iter {it:3d}: rejected (ρ={rho:.2f}), λ -> {lam:.1e}")
+                if lam > 1e10:
+                    break
+                continue
+            rel = (cost - new_cost) / max(cost, 1e-300)
+            x, theta, cost = x_new, theta_new, new_cost
+            lam = max(lam * max(1 / 3, 1 - (2 * rho - 1) ** 3), 1e-12)
+            nu = 2.0
+            graph = problem.linearize(x, theta, freeze_theta=freeze_theta)
+            dt = time.perf_counter() - t0
+            self._record(history, rnd, it, cost, lam, 1.0, dt, step.dtheta, rho)
+            self.log(f"round {rnd} iter {it:3d}: cost {cost:.6e} rel.decrease {rel:.2e} ρ {rho:.2f} "
+                     f"λ {lam:.1e} |δθ| {np.abs(step.dtheta).max(initial=0.0):.2e} {dt:.2f} s")
+            small = pred < tol * cost
+            still = not freeze_theta and self._theta_still(step.dtheta, theta)
+            if (small and small_prev) or (still and still_prev):
+                converged = True
+                break
+            small_prev, still_prev = small, still
+        return x, theta, converged, history
+
+    # ------------------------------------------------------------------ constraints
+    def augmented_lagrangian(self, problem: Problem, x, theta, rounds: int = 20, constraint_tol: float = 1e-6,
+                             freeze_theta: bool = False, inner_iterations: int = 10):
+        """Constraint terms to ``constraint_tol`` (SI units) by the augmented Lagrangian: each round adds
+        the current violation to the shifts (s/σ_c² is the multiplier estimate) and re-solves; when a
+        round does not reduce the worst violation fourfold, σ_c shrinks tenfold (at most three times,
+        shifts rescaled so the multipliers stay). Returns (x, θ, history, violations, rounds used)."""
+        cs = problem.constraints
+        viol = problem.violations(x, theta)
+        history = []
+        worst_prev = worst_violation(viol)
+        rnd = tightened = 0
+        for rnd in range(1, int(rounds) + 1):
+            if worst_violation(viol) <= constraint_tol:
+                rnd -= 1
+                break
+            for name, c in viol.items():
+                cs.shift[name] = cs.shift.get(name, 0.0) + c
+            x, theta, _, hist = self.run(problem, x, theta, 100 + rnd, freeze_theta=freeze_theta, tol=1e-10,
+                                         max_iterations=inner_iterations)
+            history += hist
+            viol = problem.violations(x, theta)
+            worst = worst_violation(viol)
+            self.log(f"augmented Lagrangian round {rnd}: worst constraint residual {worst:.2e} "
+                     f"({', '.join(f'{k} {np.abs(v).max():.1e}' for k, v in viol.items() if v.size)})")
+            if worst <= constraint_tol:
+                break
+            if worst > 0.25 * worst_prev and tightened < 3:
+                tightened += 1
+                cs.scale *= 0.1
+                cs.shift = {k: 0.01 * s for k, s in cs.shift.items()}
+            worst_prev = worst
+        if worst_violation(viol) > constraint_tol:
+            warnings.warn(f"hard constraints not satisfied after {rnd} augmented-Lagrangian rounds: worst "
+                          f"residual {worst_violation(viol):.2e} > {constraint_tol:g} (see summary.json "
+                          f"constraints; more rounds: constraint_rounds)", stacklevel=3)
+        return x, theta, history, viol, rnd
+
+    # ------------------------------------------------------------------ covariance
+    def schur(self, problem: Problem, x, theta, dampings=(0.0,)) -> np.ndarray:
+        """Schur complement of θ (states eliminated) at (x, θ); the first damping that factorizes."""
+        graph = problem.linearize(x, theta)
+        for i, damping in enumerate(dampings):
+            try:
+                return self._linear.solve(graph, damping).schur
+            except SingularSystemError:
+                if i == len(dampings) - 1:
+                    raise
+        raise AssertionError("unreachable")
+
+    def covariance(self, problem: Problem, x, theta) -> np.ndarray:
+        """θ's marginal covariance (inverse undamped Schur complement); NaN when singular."""
+        try:
+            return np.linalg.inv(self.schur(problem, x, theta))
+        except (SingularSystemError, np.linalg.LinAlgError):
+            return np.full((problem.ntheta, problem.ntheta), np.nan)
