@@ -150,7 +150,7 @@ def test_every_factor_block_jacobian_matches_central_differences(b1, stance):
     eps = 1e-4
     gp = sm._linearize(sm._retract(x, eps * dx), theta + eps * dth, sm.noise_, jacobians=False)
     gm = sm._linearize(sm._retract(x, -eps * dx), theta - eps * dth, sm.noise_, jacobians=False)
-    assert len(g.knot) >= 10 and len(g.pair) == 5  # 4 feet' height pairs + integration
+    assert len(g.knot) >= 8 and len(g.pair) == 2  # all feet's height pairs + integration
     for (J, _), (_, rp), (_, rm) in zip(g.knot, gp.knot, gm.knot, strict=True):
         num = (rp - rm) / (2 * eps)
         pred = np.einsum("nmx,nx->nm", J, dx)

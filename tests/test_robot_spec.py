@@ -102,7 +102,7 @@ def test_urdf_spec_matches_catalog(b1, b1_urdf, tmp_path):
 def test_relative_urdf_path_and_example_file(b1, b1_urdf, tmp_path):
     shutil.copy(b1_urdf, tmp_path / "b1.urdf")
     shutil.copy(EXAMPLES / "quadruped_from_urdf.yaml", tmp_path / "quad.yaml")
-    r = RobotModel.from_name(str(tmp_path / "quad.yaml"))
+    r = load_robot(str(tmp_path / "quad.yaml"))
     assert r.name == "my_quadruped" and r.joint_names == b1.joint_names
     assert r.urdf_path == tmp_path / "b1.urdf"
     assert r.total_mass == pytest.approx(55.7)
@@ -134,8 +134,8 @@ def test_catalog_spec_locked_joints(tmp_path):
     assert r.locked_joints == {"jointGripper": 0.3} and r.n_joints == 6
     r = load_robot(write(tmp_path, {"catalog": "z1_gripper", "locked_joints": {"jointGripper": None}}))
     assert r.locked_joints == {"jointGripper": 0.0} and "jointGripper" not in r.joint_names
-    # keyword overrides through from_name (as the CLI's --floating-base does)
-    r = RobotModel.from_name(write(tmp_path, {"catalog": "z1"}), floating_base=True)
+    # keyword overrides through load_robot (as the CLI's --floating-base does)
+    r = load_robot(write(tmp_path, {"catalog": "z1"}), floating_base=True)
     assert r.floating_base and r.nv == 12
 
 

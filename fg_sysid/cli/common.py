@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import shutil
 import sys
@@ -11,6 +12,7 @@ import warnings
 from pathlib import Path
 
 import click
+import numpy as np
 
 from .. import __version__
 
@@ -93,3 +95,23 @@ def load_robot_or_fail(name_or_path, **kwargs):
 
 def echo_err(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
+
+
+def json_safe(o):
+    """JSON-safe copy: numpy -> Python, non-finite floats -> None, paths -> str."""
+    if isinstance(o, dict):
+        return {str(k): json_safe(v) for k, v in o.items()}
+    if isinstance(o, (list, tuple)):
+        return [json_safe(v) for v in o]
+    if isinstance(o, np.ndarray):
+        return json_safe(o.tolist())
+    if isinstance(o, (np.floating, float)):
+        x = float(o)
+        return x if math.isfinite(x) else None
+    if isinstance(o, (np.integer,)):
+        return int(o)
+    if isinstance(o, (np.bool_,)):
+        return bool(o)
+    if isinstance(o, Path):
+        return str(o)
+    return o

@@ -18,7 +18,7 @@ from pathlib import Path
 import click
 import numpy as np
 
-from .common import atomic_output_dir, echo_err, fail
+from .common import atomic_output_dir, echo_err, fail, json_safe
 
 #: Held-out SG windows tried for the prediction filter stored in model.json [s].
 WINDOWS = (0.03, 0.05, 0.1, 0.2)
@@ -91,7 +91,6 @@ def write_floating_identification(
 
     from ..report import markdown_table, parameters_excerpt, plot_convergence
     from ..validation import model_spec
-    from .identify import _clean
 
     out_dir = Path(out_dir)
     names = list(robot.joint_names)
@@ -156,7 +155,7 @@ def write_floating_identification(
             "joint rows equal the estimated efforts by construction, their difference to the "
             "measured efforts is training_relative_rmse",
         }
-    (out_dir / "summary.json").write_text(json.dumps(_clean(summary), indent=2) + "\n")
+    (out_dir / "summary.json").write_text(json.dumps(json_safe(summary), indent=2) + "\n")
     spec = model_spec(
         result,
         robot,
@@ -166,7 +165,7 @@ def write_floating_identification(
         velocity_scale=options.get("friction_velocity_scale"),
     )
     spec.update(floating_base=True, contact_frames=list(frames), contact_radius=float(radius))
-    (out_dir / "model.json").write_text(json.dumps(_clean(spec), indent=1) + "\n")
+    (out_dir / "model.json").write_text(json.dumps(json_safe(spec), indent=1) + "\n")
 
     lines = [
         f"# Identification of {robot.name} (floating base, {method})",

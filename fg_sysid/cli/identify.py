@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 import numpy as np
 
-from .common import atomic_output_dir, echo_err, fail, main
+from .common import atomic_output_dir, echo_err, fail, json_safe, main
 
 METHODS = ("smoother", "ls-sg")
 INERTIAS = ("log-cholesky", "exponential-eigenvalue", "raw")
@@ -52,26 +52,6 @@ def run_identification(robot, log, method: str = "smoother", *, knot_stride: int
         res = LeastSquaresSG(velocity_scale=friction_velocity_scale).fit(log, robot).result_
         return res, {"window_s": float(res.filter["window_s"]), "polyorder": int(res.filter["polyorder"])}
     raise ValueError(f"unknown method {method!r}; choices: {', '.join(METHODS)}")
-
-
-def _clean(o):
-    """JSON-safe copy: numpy -> Python, non-finite floats -> None."""
-    if isinstance(o, dict):
-        return {str(k): _clean(v) for k, v in o.items()}
-    if isinstance(o, (list, tuple)):
-        return [_clean(v) for v in o]
-    if isinstance(o, np.ndarray):
-        return _clean(o.tolist())
-    if isinstance(o, (np.floating, float)):
-        x = float(o)
-        return x if math.isfinite(x) else None
-    if isinstance(o, (np.integer,)):
-        return int(o)
-    if isinstance(o, (np.bool_,)):
-        return bool(o)
-    if isinstance(o, Path):
-        return str(o)
-    return o
 
 
 def _baseline_table(res, robot):
@@ -178,11 +158,11 @@ def write_identification(out_dir, result, sg_filter, robot, log, log_path, robot
         "per_joint": dict(zip(names, per_joint.tolist(), strict=True)),
         "note": "model efforts at the smoothed trajectory vs measured efforts (training log)",
     }
-    (out_dir / "summary.json").write_text(json.dumps(_clean(summary), indent=2) + "\n")
+    (out_dir / "summary.json").write_text(json.dumps(json_safe(summary), indent=2) + "\n")
 
     spec = model_spec(result, robot, str(robot_source), sg_filter=sg_filter, training_log=str(log_path),
                       velocity_scale=options.get("friction_velocity_scale"))
-    (out_dir / "model.json").write_text(json.dumps(_clean(spec), indent=1) + "\n")
+    (out_dir / "model.json").write_text(json.dumps(json_safe(spec), indent=1) + "\n")
 
     # report
     history = getattr(result, "history", [])

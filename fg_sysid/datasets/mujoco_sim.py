@@ -1,7 +1,8 @@
 """Floating-base legged-robot data from MuJoCo (issue 3 item 6, first slice).
 
 `build_mujoco_spec` / `build_mujoco_model` rebuild a `RobotModel` (fixed or free-flyer root, 1-DoF
-joints) as a MuJoCo model with `mujoco.MjSpec` — URDFs such as example-robot-data's ``b1.urdf`` do not load in MuJoCo directly.
+joints) as a MuJoCo model with `mujoco.MjSpec` — URDFs such as example-robot-data's ``b1.urdf`` do not
+load in MuJoCo directly.
 One MuJoCo body per Pinocchio joint, placed at ``model.jointPlacements`` (so MuJoCo body frames are
 Pinocchio joint frames), explicit inertials from the Pinocchio inertias (COM position + full inertia
 about the COM), hinge/slide axes from the joint types, ``frictionloss`` (Coulomb), ``damping``
@@ -889,7 +890,8 @@ def write_mujoco_simulation(result: StanceResult, out_dir: str | os.PathLike) ->
 
 __all__ = [
     "DEFAULT_FOOT_FRAMES", "FRICTION_MODEL", "MOTIONS", "MujocoInfo", "MujocoSimError", "StanceResult",
-    "StepPlan", "build_mujoco_model", "build_mujoco_spec", "contact_forces", "debounce_contacts", "draw_truth", "mj_to_pin",
+    "StepPlan", "build_mujoco_model", "build_mujoco_spec", "contact_forces", "debounce_contacts",
+    "draw_truth", "mj_to_pin",
     "pin_to_mj", "simulate_stance", "standing_configuration", "standing_posture", "to_log",
     "truth_trajectory_frame", "write_mujoco_simulation",
 ]

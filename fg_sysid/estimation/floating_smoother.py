@@ -63,26 +63,26 @@ import numpy as np
 import pinocchio as pin
 
 from ..datasets.log import Log
-from ..factors.contact import contact_motion_residuals
-from ..factors.contact_forces import (
-    friction_cone_residual,
-    measured_force_residual,
-    unilateral_residual,
-    world_forces,
-)
-from ..factors.imu import accelerometer_residual, gyro_residual
+from ..factors.contact_forces import ContactGeneralizedForces, world_forces
 from ..factors.inverse_dynamics import InverseDynamicsResidual
-from ..factors.kinematics import encoder_residual, integration_residual, velocity_residual
 from ..factors.manifold import ConfigurationSpace
-from ..factors.parameter_priors import SymmetryMap, symmetry_residual, total_mass_residual
+from ..factors.parameter_priors import (
+    SymmetryMap,
+    symmetry_relative_std,
+    symmetry_residual,
+    total_mass_residual,
+)
 from ..layout import ParameterLayout
 from ..parameterizations import check_physical_consistency
 from ..robots import RobotModel
+from . import terms
 from .floating_baseline import manifold_sg_states
-from .linear_solver import LinearizedGraph, SingularSystemError, StructuredSolver
+from .linear_solver import SingularSystemError
 from .noise import highfreq_noise_std
+from .problem import Problem, retract_states
 from .result import IdentificationResult
 from .smoother import EstimationError, JointSmoother
+from .solver import LevenbergMarquardt, SolverOptions
 
 GRAVITY = 9.81
 SIGMA_Q_FLOOR, SIGMA_V_FLOOR = 1e-4, 1e-3  # [rad], [rad/s] floors of the estimated encoder noise
@@ -295,14 +295,11 @@ class FloatingBaseSmoother(JointSmoother):
             fit_armature=self.fit_armature,
         )
         self._space = ConfigurationSpace(robot.model)
-        self._solver = StructuredSolver()
-        self._gram_cache = {}
+        self._lm = LevenbergMarquardt(SolverOptions("trust-region", self.tol, self.max_iterations,
+                                                    verbose=self.verbose))
         self._id = InverseDynamicsResidual(self.layout_)
         self._kin_model = robot.model.copy()
         self._kin_data = self._kin_model.createData()
-        self._m0 = robot.model.copy()  # zero gravity: RNEA(q, 0, 0, fext) = −Σ J_fᵀ λ_f
-        self._m0.gravity = pin.Motion.Zero()
-        self._d0 = self._m0.createData()
         self._fids = []
         for f in self.feet_:
             if not self._kin_model.existFrame(f):
@@ -311,70 +308,14 @@ class FloatingBaseSmoother(JointSmoother):
         self.nf = len(self._fids)
         self.nx = 3 * robot.nv + 3 * self.nf
         self._offset = np.array([0.0, 0.0, -self.radius_])
+        self._contact = ContactGeneralizedForces(robot.model, self._fids, self.radius_)
         return self
 
     # ------------------------------------------------------------------ contact-force term
-    def _contact_placements(self, model, data, fid):
-        """Placement (in the parent joint) of the contact point of foot ``fid`` with the foot frame's axes:
-        the frame origin shifted by ρ along −z_world (kinematics of ``data`` must be current)."""
-        fr = model.frames[fid]
-        if self.radius_ == 0.0:
-            return fr.placement
-        R = data.oMi[fr.parentJoint].rotation @ fr.placement.rotation
-        return fr.placement * pin.SE3(np.eye(3), R.T @ self._offset)
-
     def contact_term(self, q, lam, jacobians: bool = True):
-        """τ_c = Σ_f J_cᵀ λ_f (N, nv); dτ_c/dδq (N, nv, nv); dτ_c/dλ (N, nv, 3 nf).
-
-        J_c is the LOCAL Jacobian (foot axes) of the contact point. For ρ > 0 the contact point's offset
-        in the foot frame depends on q (it stays below the centre in world z); that dependence enters
-        τ_c only through the moment (R d) × (Rλ) of the offset, which the δq Jacobian includes by
-        holding the world offset d fixed (the placement is rebuilt per knot)."""
-        m0, d0 = self._m0, self._d0
-        n, nv = q.shape[0], m0.nv
-        tau = np.empty((n, nv))
-        dq = np.empty((n, nv, nv)) if jacobians else None
-        dl = np.empty((n, nv, 3 * self.nf))
-        zero = np.zeros(nv)
-        for k in range(n):
-            pin.computeJointJacobians(m0, d0, q[k])
-            pin.updateFramePlacements(m0, d0)
-            fext = pin.StdVec_Force()
-            for _ in range(m0.njoints):
-                fext.append(pin.Force.Zero())
-            for i, fid in enumerate(self._fids):
-                fr = m0.frames[fid]
-                pl = self._contact_placements(m0, d0, fid)
-                Jj = pin.getJointJacobian(m0, d0, fr.parentJoint, pin.LOCAL)
-                Jl = pl.toActionMatrixInverse()[:3] @ Jj
-                dl[k, :, 3 * i : 3 * i + 3] = Jl.T
-                fext[fr.parentJoint] = fext[fr.parentJoint] + pl.act(
-                    pin.Force(lam[k, 3 * i : 3 * i + 3], np.zeros(3))
-                )
-            tau[k] = dl[k] @ lam[k]
-            if jacobians:
-                dr_dq, _, _ = pin.computeRNEADerivatives(m0, d0, q[k], zero, zero, fext)
-                dq[k] = -dr_dq
-                if self.radius_ != 0.0:
-                    dq[k] += self._offset_moment_jacobian(m0, d0, q[k], lam[k])
-        return tau, dq, dl
-
-    def _offset_moment_jacobian(self, m0, d0, q, lam):
-        """Correction of dτ_c/dδq for the world-fixed offset d of a spherical foot: RNEA derivatives with
-        external forces treat the application point as fixed in the foot (turning with it)."""
-        nv = m0.nv
-        out = np.zeros((nv, nv))
-        for i, fid in enumerate(self._fids):
-            fr = m0.frames[fid]
-            R = d0.oMi[fr.parentJoint].rotation @ fr.placement.rotation
-            f_w = R @ lam[3 * i : 3 * i + 3]
-            Jw = pin.getFrameJacobian(m0, d0, fid, pin.LOCAL_WORLD_ALIGNED)
-            # τ = (J_lin − [d]× J_ang)ᵀ f = J_linᵀ f + J_angᵀ (d × f). A body-fixed offset would turn
-            # with the foot, δd = δφ × d (δφ = J_ang δq, world), adding J_angᵀ (δd × f) = J_angᵀ [f]× [d]× δφ
-            # to the derivative; the world-fixed offset of a rolling sphere does not: subtract it.
-            Ja = Jw[3:]
-            out -= Ja.T @ _skew(f_w) @ _skew(self._offset) @ Ja
-        return out
+        """τ_c = Σ_f J_cᵀ λ_f (N, nv); dτ_c/dδq (N, nv, nv); dτ_c/dλ (N, nv, 3 nf)
+        (`factors.contact_forces.ContactGeneralizedForces`: local foot axes, rolling contact point)."""
+        return self._contact.evaluate(q, lam, jacobians)
 
     def id_factor(self, q, v, a, lam, theta, tau_meas, jacobians: bool = True):
         """Unweighted ID residual with the contact term: r (N, nv), Jx (N, nv, nx), Jθ (N, nv, nθ)."""
@@ -542,19 +483,18 @@ class FloatingBaseSmoother(JointSmoother):
                 if self._flags[k, i]:
                     lam0[k, 3 * i : 3 * i + 3] = d.oMf[fid].rotation.T @ np.array([0, 0, mass * GRAVITY / ns])
         x = (q0, v0, a0, lam0)
-        self._sigma_c = dict(self.SIGMA_CONSTRAINT)
-        self._shift = {}
         self._proj_whitener = None
-        self._initial_cost = self._linearize(x, theta, noise, jacobians=False).cost()
+        self.problem_ = self._build_problem(noise)
+        self._initial_cost = self.problem_.cost(x, theta)
         # stage 1: states and forces with θ held at the prior mean
-        x, theta, _, history = self._levenberg_marquardt(x, theta, noise, 0, freeze_theta=True)
+        x, theta, _, history = self._run(x, theta, noise, 0, freeze_theta=True)
         if self.process_noise == "projected":
             self._proj_whitener = self._projected_whitener(x, theta)
         # stage 2 (+ IRLS rounds): everything; the joint effort stds re-estimated from the ID residuals
         converged = False
         rounds = 1 + max(int(self.reweight_rounds), 0) if self.sigma_tau is None else 1
         for rnd in range(rounds):
-            x, theta, converged, hist = self._levenberg_marquardt(x, theta, noise, rnd + 1)
+            x, theta, converged, hist = self._run(x, theta, noise, rnd + 1)
             history += hist
             if rnd == rounds - 1:
                 break
@@ -566,7 +506,7 @@ class FloatingBaseSmoother(JointSmoother):
             theta = self._shrink_weak_directions(x, theta, noise)
         if self.determined_std_ratio is not None or self._hard_parameter_rows():
             theta = self.layout_.to_theta(self._enforce_parameter_equalities(self.layout_.to_physical(theta)))
-            x, _, _, hist = self._levenberg_marquardt(x, theta, noise, rounds + 1, freeze_theta=True)
+            x, _, _, hist = self._run(x, theta, noise, rounds + 1, freeze_theta=True)
             history += hist
         # stage 3: physically consistent parameters in the requested parameterization. Bodies whose raw
         # estimate is not consistent are projected onto the consistent set (nearest pseudo-inertia with
@@ -584,17 +524,18 @@ class FloatingBaseSmoother(JointSmoother):
                     + " -> projected"
                 )
             if self.refine_iterations > 0:
-                x, theta, converged, hist = self._levenberg_marquardt(
+                x, theta, converged, hist = self._run(
                     x, theta, noise, rounds + 1, max_iterations=self.refine_iterations
                 )
                 history += hist
             theta = self._consistent_with_equalities(theta)
         # stage 4: the constraints to tolerance at this θ (augmented Lagrangian on states and forces)
+        self.problem_ = self._build_problem(noise)
         viol = self.constraint_violations(x, theta)
         al_rounds = 0
         if self.constraints == "hard":
-            x, theta, _, hist, viol, al_rounds = self._augmented_lagrangian(
-                x, theta, noise, viol, freeze_theta=True
+            x, theta, hist, viol, al_rounds = self._lm.augmented_lagrangian(
+                self.problem_, x, theta, self.constraint_rounds, self.constraint_tol, freeze_theta=True
             )
             history += hist
         self._finish(log, x, theta, noise, t, history, converged, viol, al_rounds, t_start)
@@ -654,10 +595,11 @@ class FloatingBaseSmoother(JointSmoother):
         robot — e.g. the mass at a stance foot's
         contact point, exactly unobservable from stance data (module docstring). Truncating them is the
         truncated-SVD regularization of the decoupled baseline, applied to the joint problem."""
-        graph = self._linearize(x, theta, noise)
+        problem = self._build_problem(noise)
+        graph = problem.linearize(x, theta)
         for damping in (0.0, 1e-9, 1e-7):  # relative Marquardt damping, only if a state block is
             try:  # numerically indefinite without it (ill-conditioned knot blocks, e.g. an arm at rest)
-                S = self._solver.solve(graph, damping).schur
+                S = self._lm.linear_solve(graph, damping).schur
                 break
             except SingularSystemError:
                 if damping == 1e-7:
@@ -778,7 +720,7 @@ class FloatingBaseSmoother(JointSmoother):
             # of their near-zero values would be a hard constraint)
             p_ref = getattr(self, "_p_scale", None)
             p_ref = lay.to_physical(theta_bar) if p_ref is None else p_ref
-            self._sym_std = self._symmetry.relative_std(lay, p_ref, max(self.symmetry_std, 1e-3))
+            self._sym_std = symmetry_relative_std(self._symmetry, lay, p_ref, max(self.symmetry_std, 1e-3))
 
     def _resolve_symmetry(self):
         """``"auto"``: ``"joints"`` when some foot stays in stance for the whole log, else None.
@@ -796,48 +738,35 @@ class FloatingBaseSmoother(JointSmoother):
             return "joints"
         return None
 
-    def _parameter_rows(self, theta, jacobians=True):
-        """Total-mass and symmetry rows as (name, r, J, hard) with r unweighted (SI) and σ separately."""
+    def _parameter_row_functions(self):
+        """Total-mass and symmetry rows as (name, fn(θ, jacobians) -> (r, J), hard, σ), r unweighted (SI)."""
         rows = []
+        lay, sym, std = self.layout_, self._symmetry, self._sym_std
         if self._total_mass is not None:
-            r, J = total_mass_residual(self.layout_, theta, self._total_mass, jacobians)
-            rows.append(("total_mass", r, J, self.total_mass_std <= 0, max(self.total_mass_std, 0.0)))
-        if self._symmetry is not None:
-            r, J = symmetry_residual(self.layout_, theta, self._symmetry, jacobians, std=self._sym_std)
-            # symmetry_residual is whitened by the relative std; r*std is the raw difference
-            raw = r * self._sym_std
-            Jr = None if J is None else J * self._sym_std[:, None]
-            rows.append(("symmetry", raw, Jr, self.symmetry_std <= 0, self._sym_std))
+            mass = self._total_mass
+            rows.append(("total_mass", lambda th, jac: total_mass_residual(lay, th, mass, jac),
+                         self.total_mass_std <= 0, max(self.total_mass_std, 0.0)))
+        if sym is not None:
+            def symmetry(th, jac):
+                # symmetry_residual is whitened by the relative std; r·std is the raw difference
+                r, J = symmetry_residual(lay, th, sym, jac, std=std)
+                return r * std, None if J is None else J * std[:, None]
+
+            rows.append(("symmetry", symmetry, self.symmetry_std <= 0, std))
         return rows
 
     def constraint_violations(self, x, theta) -> dict:
         """Raw constraint residuals (masked to where they apply) by group, SI units."""
-        q, v, a, lam = x
-        r_id = self.id_factor(q, v, a, lam, theta, self._taum, jacobians=False)[0]
-        out = {"base_wrench": r_id[:, :6]}
-        fl = self._cflags.astype(float)
-        rv, _, ra, _ = contact_motion_residuals(
-            self._kin_model, self._kin_data, self._fids, q, v, a, False, self._offset
-        )
-        vel = [rv[:, i] * fl[:, i : i + 1] for i in range(self.nf)]
-        acc = [ra[:, i] * fl[:, i : i + 1] for i in range(self.nf)]
-        hgt = [p[2] * self._stance_pairs[:, i : i + 1] for i, p in enumerate(self._height_pairs(q, False))]
-        out["contact_velocity"] = np.concatenate(vel, axis=1)
-        out["contact_acceleration"] = np.concatenate(acc, axis=1)
-        out["contact_height"] = np.concatenate(hgt, axis=1)
-        for name, r, _, hard, _ in self._parameter_rows(theta, False):
-            if hard:
-                out[name] = r
-        return out
+        return self.problem_.violations(x, theta)
 
-    def _height_pairs(self, q, jacobians=True):
-        """Per foot, the height change between consecutive knots (N-1, 1) [m] and its Jacobians (z-row of
-        the LOCAL_WORLD_ALIGNED linear frame Jacobian; for a sphere on a plane the centre height is
-        constant while it rolls): a list of (J0, J1, r), one kinematics pass per knot for all feet."""
+    def _heights(self, q, jacobians=True):
+        """Foot heights z (N, nf) [m] and their Jacobians (N, nf, nv) (z-row of the LOCAL_WORLD_ALIGNED
+        linear frame Jacobian; for a sphere on a plane the centre height is constant while it rolls),
+        one kinematics pass per knot for all feet."""
         m, d = self._kin_model, self._kin_data
         N, nv = q.shape[0], m.nv
         z = np.empty((N, self.nf))
-        Jz = np.zeros((N, self.nf, 1, self.nx)) if jacobians else None
+        Jz = np.zeros((N, self.nf, nv)) if jacobians else None
         for k in range(N):
             if jacobians:
                 pin.computeJointJacobians(m, d, q[k])
@@ -847,55 +776,15 @@ class FloatingBaseSmoother(JointSmoother):
             for i, fid in enumerate(self._fids):
                 z[k, i] = d.oMf[fid].translation[2]
                 if jacobians:
-                    Jz[k, i, 0, :nv] = pin.getFrameJacobian(m, d, fid, pin.LOCAL_WORLD_ALIGNED)[2]
-        out = []
-        for i in range(self.nf):
-            r = (z[1:, i] - z[:-1, i])[:, None]
-            out.append((None, None, r) if not jacobians else (-Jz[:-1, i], Jz[1:, i], r))
-        return out
-
-    def _augmented_lagrangian(self, x, theta, noise, viol, freeze_theta: bool = False):
-        history = []
-        converged = False
-        worst_prev = _worst(viol)
-        rnd = tightened = 0
-        for rnd in range(1, int(self.constraint_rounds) + 1):
-            for name, c in viol.items():
-                self._shift[name] = self._shift.get(name, 0.0) + c
-            x, theta, converged, hist = self._levenberg_marquardt(
-                x, theta, noise, 100 + rnd, tol=1e-10, freeze_theta=freeze_theta, max_iterations=10
-            )
-            history += hist
-            viol = self.constraint_violations(x, theta)
-            worst = _worst(viol)
-            self._log(
-                f"augmented Lagrangian round {rnd}: worst constraint residual {worst:.2e} "
-                f"({', '.join(f'{k} {np.abs(v).max():.1e}' for k, v in viol.items() if v.size)})"
-            )
-            if worst <= self.constraint_tol:
-                break
-            if worst > 0.25 * worst_prev and tightened < 3:  # slow: tighten the constraint stds tenfold
-                tightened += 1
-                self._sigma_c = {k: 0.1 * s for k, s in self._sigma_c.items()}
-                # keep the multipliers y = s/σ²: s scales with σ²
-                self._shift = {k: 0.01 * s for k, s in self._shift.items()}
-            worst_prev = worst
-        if _worst(viol) > self.constraint_tol:
-            warnings.warn(f"hard constraints not satisfied after {rnd} augmented-Lagrangian rounds: worst "
-                          f"residual {_worst(viol):.2e} > {self.constraint_tol:g} (see summary.json "
-                          f"constraints; more rounds: constraint_rounds)", stacklevel=3)
-        return x, theta, converged, history, viol, rnd
+                    Jz[k, i] = pin.getFrameJacobian(m, d, fid, pin.LOCAL_WORLD_ALIGNED)[2]
+        return z, Jz
 
     # ------------------------------------------------------------------ result
     def _finish(self, log, x, theta, noise, t, history, converged, viol, al_rounds, t_start):
         q, v, a, lam = x
         robot = self.robot
         iv = robot.joint_index_v()
-        graph = self._linearize(x, theta, noise)
-        try:
-            cov = np.linalg.inv(self._solver.solve(graph, 0.0).schur)
-        except (SingularSystemError, np.linalg.LinAlgError):
-            cov = np.full((self.layout_.n, self.layout_.n), np.nan)
+        cov = self._lm.covariance(self.problem_, x, theta)
         r_id = self.id_factor(q, v, a, lam, theta, self._taum, jacobians=False)[0]
         fw = self.forces_world(q, lam)
         cols = {}
@@ -1093,280 +982,83 @@ class FloatingBaseSmoother(JointSmoother):
             )
         return np.array(W)
 
-    # ------------------------------------------------------------------ optimizer (override)
-    def _levenberg_marquardt(
-        self,
-        x,
-        theta,
-        noise,
-        rnd,
-        freeze_theta: bool = False,
-        tol: float | None = None,
-        max_iterations: int | None = None,
-    ):
-        """Levenberg–Marquardt with Nielsen's damping update (a trust-region method, no line search).
+    # ------------------------------------------------------------------ problem (term set)
+    def _run(self, x, theta, noise, rnd, **kw):
+        """The core's Levenberg–Marquardt on the current term set (rebuilt: noise levels, layout and
+        process-noise whitener may have changed since the last run)."""
+        self.problem_ = self._build_problem(noise)
+        return self._lm.run(self.problem_, x, theta, rnd, **kw)
 
-        The floating-base problem couples states, contact forces and θ bilinearly and has weakly
-        determined parameters (armature, friction in a slow sway) whose Gauss–Newton steps are large in
-        the log/exp parameterizations; the gain ratio ρ = actual / predicted decrease adapts the damping λ
-        (Marquardt scaling λ·diag H): accepted steps (ρ > 0) shrink λ by max(1/3, 1 − (2ρ − 1)³), rejected
-        ones grow it by ν = 2, 4, 8, ... Stops when the predicted relative decrease of a step falls below
-        ``tol`` twice in a row or below ``tol``/100 once (converged), or after ``max_iterations``.
-        """
-        tol = self.tol if tol is None else tol
-        max_iterations = self.max_iterations if max_iterations is None else max_iterations
-        solve = self._solver.solve
-        lam, nu = 1e-4, 2.0
-        history = []
-        converged = False
-        graph = self._linearize(x, theta, noise, freeze_theta=freeze_theta)
-        cost = graph.cost()
-        if not np.isfinite(cost):
-            raise EstimationError("initial cost is not finite (check the log for extreme values)")
-        small_prev = False
-        for it in range(max_iterations):
-            t0 = time.perf_counter()
-            try:
-                step = solve(graph, lam)
-            except SingularSystemError:
-                lam, nu = lam * nu, nu * 2
-                continue
-            pred = step.predicted_decrease
-            if not np.isfinite(pred):
-                lam, nu = lam * nu, nu * 2
-                continue
-            if pred < 1e-2 * tol * cost:
-                converged = True
-                self._log(
-                    f"round {rnd} iter {it:3d}: predicted decrease {pred:.2e} below tolerance; converged"
-                )
-                break
-            x_new = self._retract(x, step.dx)
-            theta_new = theta + step.dtheta
-            with np.errstate(over="ignore", invalid="ignore"):  # a wild trial step is simply rejected
-                new_cost = self._linearize(
-                    x_new, theta_new, noise, jacobians=False, freeze_theta=freeze_theta
-                ).cost()
-            rho = (cost - new_cost) / pred if np.isfinite(new_cost) else -np.inf
-            if rho <= 0:
-                lam, nu = lam * nu, nu * 2
-                self._log(f"round {rnd} iter {it:3d}: rejected (ρ={rho:.2f}), λ -> {lam:.1e}")
-                if lam > 1e10:
-                    break
-                continue
-            rel = (cost - new_cost) / max(cost, 1e-300)
-            x, theta, cost = x_new, theta_new, new_cost
-            lam = max(lam * max(1 / 3, 1 - (2 * rho - 1) ** 3), 1e-12)
-            nu = 2.0
-            graph = self._linearize(x, theta, noise, freeze_theta=freeze_theta)
-            dt = time.perf_counter() - t0
-            history.append(
-                {
-                    "round": rnd,
-                    "iteration": it,
-                    "cost": cost,
-                    "lambda": lam,
-                    "alpha": 1.0,
-                    "rho": float(rho),
-                    "seconds": dt,
-                    "step_theta": float(np.linalg.norm(step.dtheta)),
-                }
-            )
-            self._log(
-                f"round {rnd} iter {it:3d}: cost {cost:.6e} rel.decrease {rel:.2e} ρ {rho:.2f} "
-                f"λ {lam:.1e} |δθ| {np.abs(step.dtheta).max():.2e} {dt:.2f} s"
-            )
-            small = pred < tol * cost
-            if small and small_prev:
-                converged = True
-                break
-            small_prev = small
-        return x, theta, converged, history
-
-    # ------------------------------------------------------------------ graph (overrides)
-    def _linearize(self, x, theta, noise, jacobians: bool = True, freeze_theta: bool = False):
-        q, v, a, lam = x
-        N, nv = v.shape
-        nx = self.nx
-        graph = LinearizedGraph(N, nx, self.layout_.n)
-        iv = self.robot.joint_index_v()
-        sc = self._sigma_c if self.constraints == "hard" else self.SIGMA_CONSTRAINT
-        shift = self._shift
-
-        def pad(J):
-            if J is None:
-                return None
-            out = np.zeros(J.shape[:2] + (nx,))
-            out[:, :, : J.shape[2]] = J
-            return out
-
-        def add(J, r, w):  # knot factor with weights w (N, m) or (m,)
-            graph.knot.append((None if J is None else pad(J) * np.asarray(w)[..., None], r * w))
-
+    def _build_problem(self, noise) -> Problem:
+        """The floating-base term set: the fixed-base terms plus base pose, IMU, contacts (constraints on
+        settled stance knots, zero force in swing, measured forces, unilateral and cone hinges), the
+        base rows of the inverse dynamics as a constraint, impact maps and total-mass / symmetry rows."""
+        robot, nv, nf = self.robot, self.robot.nv, self.nf
+        iv = robot.joint_index_v()
+        N = self._qm.shape[0]
+        sc = self.SIGMA_CONSTRAINT
+        problem = Problem(self._space, (("q", nv), ("v", nv), ("a", nv), ("lam", 3 * nf)), self.layout_.n)
         # encoders (+ base pose)
         wq = np.zeros(nv)
         wq[iv] = 1.0 / noise.q
         if self._has_base:
             wq[:3] = 1.0 / self.sigma_base_pos
             wq[3:6] = 1.0 / self.sigma_base_rot
-        r, J = encoder_residual(self._space, q, self._qm, jacobians)
-        add(J, r, wq[None, :])
+        problem.add(terms.encoders(problem, self._qm, wq))
         if not self._has_base:  # anchor the first knot's base position and yaw (gauge); roll/pitch: IMU
             wb = np.zeros((N, nv))
             wb[0, :6] = 1.0 / self.sigma_base_pos
-            add(J, r, wb)
+            problem.add(terms.encoders(problem, self._qm, wb, name="base_anchor"))
         if self._vm is not None:
             wv = np.zeros(nv)
             wv[iv] = 1.0 / noise.v
-            r, J = velocity_residual(v, self._vm, jacobians)
-            add(J, r, wv[None, :])
+            problem.add(terms.velocities(problem, self._vm, wv))
         # IMU
         if self._gyro is not None:
-            r, J = gyro_residual(self._kin_model, self._kin_data, self._imu_fid, q, v, self._gyro, jacobians)
-            add(J, r, np.full((1, 3), 1.0 / self._sigma_gyro))
+            problem.add(terms.imu_gyro(problem, self._kin_model, self._kin_data, self._imu_fid, self._gyro,
+                                       self._sigma_gyro))
         if self._acc is not None:
-            r, J = accelerometer_residual(
-                self._kin_model, self._kin_data, self._imu_fid, q, v, a, self._acc, jacobians
-            )
-            add(J, r, np.full((1, 3), 1.0 / self._sigma_acc))
-        # contacts (constraints on settled stance knots; swing prior where the flag is off)
-        fl = self._cflags.astype(float)
-        fl_swing = self._flags.astype(float)
-        heights = self._height_pairs(q, jacobians)
-        rv_all, Jv_all, ra_all, Ja_all = contact_motion_residuals(
-            self._kin_model, self._kin_data, self._fids, q, v, a, jacobians, self._offset
-        )
-        for i in range(self.nf):
-            sl = slice(3 * i, 3 * i + 3)
-            r, J = ra_all[:, i], None if Ja_all is None else Ja_all[:, i]
-            if "contact_acceleration" in shift:
-                r = r + shift["contact_acceleration"][:, sl]
-            add(J, r, fl[:, i : i + 1] / sc["contact_acceleration"])
-            r, J = rv_all[:, i], None if Jv_all is None else Jv_all[:, i]
-            if "contact_velocity" in shift:
-                r = r + shift["contact_velocity"][:, sl]
-            add(J, r, fl[:, i : i + 1] / sc["contact_velocity"])
-            ws = (1.0 - fl_swing[:, i : i + 1] - self._impulse_slot[:, i : i + 1]) / self.sigma_swing_force
-            Jl = None
-            if jacobians:
-                Jl = np.zeros((N, 3, nx))
-                Jl[:, :, 3 * nv + 3 * i : 3 * nv + 3 * i + 3] = np.eye(3)
-            graph.knot.append((None if Jl is None else Jl * ws[:, :, None], lam[:, sl] * ws))
-            J0, J1, r = heights[i]
-            if "contact_height" in shift:
-                r = r + shift["contact_height"][:, i : i + 1]
-            wh = self._stance_pairs[:, i : i + 1] / sc["contact_height"]
-            graph.pair.append(
-                (
-                    None if J0 is None else J0 * wh[:, :, None],
-                    None if J1 is None else J1 * wh[:, :, None],
-                    r * wh,
-                )
-            )
-        # measured forces, unilateral + friction cone (world axes, ground normal +z)
-        m, d = self._kin_model, self._kin_data
-        for i, fid in enumerate(self._fids):
-            sl = slice(3 * nv + 3 * i, 3 * nv + 3 * i + 3)
-            lam_i = lam[:, 3 * i : 3 * i + 3]
-            rows = []
-            if self._fmeas is None and self.friction_coefficient is None:
-                continue
-            wf = world_forces(m, d, fid, q, lam_i, jacobians)  # one kinematics pass, shared below
-            if self._fmeas is not None:
-                r, Jq, Jl = measured_force_residual(m, d, fid, q, lam_i, self._fmeas[:, i], jacobians,
-                                                    world=wf)
-                rows.append((r, Jq, Jl, np.full((1, 3), 1.0 / self.sigma_force)))
-            if self.friction_coefficient is not None:
-                w = fl[:, i : i + 1] / self.sigma_cone
-                r, Jq, Jl = unilateral_residual(m, d, fid, q, lam_i, jacobians=jacobians, world=wf)
-                rows.append((r, Jq, Jl, w))
-                r, Jq, Jl = friction_cone_residual(
-                    m, d, fid, q, lam_i, self.friction_coefficient, jacobians=jacobians, world=wf
-                )
-                rows.append((r, Jq, Jl, w))
-            for r, Jq, Jl, w in rows:
-                J = None
-                if jacobians:
-                    J = np.zeros((N, r.shape[1], nx))
-                    J[:, :, :nv], J[:, :, sl] = Jq, Jl
-                    J *= w[..., None]
-                graph.knot.append((J, r * w))
-        # inverse dynamics: base rows a constraint, joint rows vs the measured efforts
-        wt = np.zeros(nv)
-        wt[iv] = np.where(np.isfinite(noise.tau), 1.0 / noise.tau, 0.0)  # unmeasured efforts: no row
-        W = self._tau_mask * wt[None, :]
-        W[:, :6] = 1.0 / sc["base_wrench"]
-        r, Jx, Jt = self.id_factor(q, v, a, lam, theta, self._taum, jacobians)
-        if "base_wrench" in shift:
-            r = r.copy()
-            r[:, :6] += shift["base_wrench"]
-        if jacobians:
-            graph.knot_theta.append((Jx * W[:, :, None], Jt * W[:, :, None], r * W))
-        else:
-            graph.knot_theta.append((None, None, r * W))
-        # integration (touchdown intervals: replaced by the impact map below)
-        pl = integration_residual(self._space, q, v, a, self._h, jacobians)
-        keep = self._smooth_interval[:, None]
-        pl = type(pl)(pl.r * keep, None if pl.J0 is None else pl.J0 * keep[..., None],
-                      None if pl.J1 is None else pl.J1 * keep[..., None])
+            problem.add(terms.imu_accelerometer(problem, self._kin_model, self._kin_data, self._imu_fid,
+                                                self._acc, self._sigma_acc))
+        # contacts: constraints on settled stance knots, zero force where the flag is off
+        for term in terms.contact_motion(problem, self._kin_model, self._kin_data, self._fids, self._offset,
+                                         self._cflags, sc["contact_velocity"], sc["contact_acceleration"]):
+            problem.add(term)
+        swing = (1.0 - self._flags - self._impulse_slot) / self.sigma_swing_force
+        problem.add(terms.swing_force(problem, np.repeat(swing, 3, axis=1)))
+        problem.add(terms.contact_height(problem, self._heights, self._stance_pairs, sc["contact_height"]))
+        for term in terms.contact_force_terms(problem, self._kin_model, self._kin_data, self._fids,
+                                              self._fmeas, self.sigma_force, self.friction_coefficient,
+                                              self._cflags, self.sigma_cone):
+            problem.add(term)
+        # inverse dynamics: joint rows vs the measured efforts, base rows a constraint
+        wt = np.where(np.isfinite(noise.tau), 1.0 / noise.tau, 0.0)  # unmeasured efforts: no row
+        for term in terms.floating_dynamics(problem, self.id_factor, self._taum,
+                                            self._tau_mask[:, iv] * wt[None, :], sc["base_wrench"], iv):
+            problem.add(term)
+        # integration (touchdown intervals: replaced by the impact map)
+        wp = np.concatenate([1.0 / self._proc_q, 1.0 / self._proc_v])
+        keep = None if not self._impacts else self._smooth_interval
+        problem.add(terms.integration(problem, self._h, wp, keep=keep, whitener=self._proj_whitener))
         if self._impacts:
-            graph.pair_theta.extend(self._impact_factors(q, v, a, lam, theta, jacobians, freeze_theta))
-        if self._proj_whitener is not None:
-            Wp = self._proj_whitener
-            graph.pair.append(
-                (
-                    None if pl.J0 is None else Wp @ pad(pl.J0),
-                    None if pl.J1 is None else Wp @ pad(pl.J1),
-                    np.einsum("nij,nj->ni", Wp, pl.r),
-                )
-            )
-        else:
-            wp = np.concatenate([1.0 / self._proc_q, 1.0 / self._proc_v])
-            graph.pair.append(
-                (
-                    None if pl.J0 is None else pad(pl.J0) * wp[None, :, None],
-                    None if pl.J1 is None else pad(pl.J1) * wp[None, :, None],
-                    pl.r * wp,
-                )
-            )
+            problem.add(terms.impact_maps(
+                lambda ev, jac: self._impact_factors(ev.q, ev.v, ev.a, ev.x[3], ev.theta, jac, False)))
         # θ: prior, total mass, symmetry
-        if freeze_theta:
-            if jacobians:
-                Jx, Jt, r = graph.knot_theta[0]
-                graph.knot_theta[0] = (Jx, np.zeros_like(Jt), r)
-            graph.prior_w = np.ones(self.layout_.n)
-            graph.prior_r = np.zeros(self.layout_.n)
-            return graph
-        Jp = [np.diag(1.0 / self._theta_std)]
-        rp = [(theta - self._theta_bar) / self._theta_std]
-        for name, r, J, hard, std in self._parameter_rows(theta, True):
-            s = std
-            if hard:
-                s = sc[name] if name == "total_mass" else std * sc[name] / self.SIGMA_CONSTRAINT[name]
-            if hard and name in shift:
-                r = r + shift[name]
-            rp.append(r / s)
-            Jp.append(J / np.atleast_1d(s)[:, None] if np.ndim(s) else J / s)
-        if len(Jp) == 1:
-            graph.prior_w, graph.prior_r = 1.0 / self._theta_std, rp[0]
-        else:
-            graph.prior_w, graph.prior_r = np.vstack(Jp), np.concatenate(rp)
-        return graph
+        problem.add(terms.parameter_prior(self._theta_bar, self._theta_std))
+        for name, fn, hard, std in self._parameter_row_functions():
+            sigma = (sc[name] if name == "total_mass" else std) if hard else std
+            problem.add(terms.theta_rows(name, fn, sigma, hard))
+        return problem
+
+    def _linearize(self, x, theta, noise=None, jacobians: bool = True, freeze_theta: bool = False):
+        """The term set's `LinearizedGraph` at (x, θ) (for tests and benchmarks)."""
+        problem = self.problem_ if noise is None or noise is self.noise_ else self._build_problem(noise)
+        return problem.linearize(x, theta, jacobians, freeze_theta)
 
     def _retract(self, x, dx):
-        q, v, a, lam = x
-        nv = v.shape[1]
-        return (
-            self._space.integrate(q, dx[:, :nv]),
-            v + dx[:, nv : 2 * nv],
-            a + dx[:, 2 * nv : 3 * nv],
-            lam + dx[:, 3 * nv :],
-        )
+        return retract_states(self._space, x, dx)
 
 
 def _skew(w):
     return np.array([[0.0, -w[2], w[1]], [w[2], 0.0, -w[0]], [-w[1], w[0], 0.0]])
 
-
-def _worst(viol: dict) -> float:
-    return max((float(np.abs(v).max()) for v in viol.values() if np.size(v)), default=0.0)

@@ -165,11 +165,7 @@ class Problem:
     # ------------------------------------------------------------------ state
     def retract(self, x: tuple, dx: np.ndarray) -> tuple:
         """x ⊕ dx: q by the manifold retraction, the other blocks by addition."""
-        out = []
-        for i, (name, _) in enumerate(self.blocks):
-            d = dx[:, self.slices[name]]
-            out.append(self.space.integrate(x[0], d) if i == 0 else x[i] + d)
-        return tuple(out)
+        return retract_states(self.space, x, dx)
 
     def state_jacobian(self, n_rows: int, m: int, parts: dict) -> np.ndarray:
         """Assemble (n_rows, m, nx) from per-block Jacobians ``{block name: (n_rows, m, size)}``."""
@@ -263,6 +259,18 @@ class Problem:
             w = 1.0 if res.w is None else res.w
             out[term.name] = np.asarray(res.r * w, float)
         return out
+
+
+def retract_states(space: ConfigurationSpace, x: tuple, dx: np.ndarray) -> tuple:
+    """Knot states (q, v, a, ...) ⊕ dx (N, nx): q by ``space.integrate`` (tangent width nv), every
+    other block by addition (widths from the blocks' shapes)."""
+    out, c = [], 0
+    for i, xi in enumerate(x):
+        w = space.model.nv if i == 0 else xi.shape[1]
+        d = dx[:, c:c + w]
+        out.append(space.integrate(xi, d) if i == 0 else xi + d)
+        c += w
+    return tuple(out)
 
 
 def _has_theta(term: Term) -> bool:

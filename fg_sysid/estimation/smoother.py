@@ -34,7 +34,7 @@ from ..parameterizations import warn_if_inconsistent
 from ..robots import RobotModel
 from . import terms
 from .noise import highfreq_noise_std, savgol_derivatives
-from .problem import Problem
+from .problem import Problem, retract_states
 from .result import IdentificationResult
 from .solver import EstimationError, LevenbergMarquardt, SolverOptions
 
@@ -311,14 +311,14 @@ class JointSmoother:
         kin.terms = [t for t in kin.terms if t.name not in ("inverse_dynamics", "parameter_prior")]
         kin.add(terms.pseudo_accelerations(kin, a_ref, wa))
         for _ in range(iterations):
-            step = self._lm._linear.solve(kin.linearize((q, v, a), self._theta_bar, freeze_theta=True), 0.0)
+            step = self._lm.linear_solve(kin.linearize((q, v, a), self._theta_bar, freeze_theta=True), 0.0)
             q, v, a = kin.retract((q, v, a), step.dx)
             if self._space.is_vector_space:
                 break
         return q, v, a
 
     def _retract(self, x, dx):
-        return self.problem_.retract(x, dx)
+        return retract_states(self._space, x, dx)
 
     def _log(self, msg: str) -> None:
         if self.verbose:

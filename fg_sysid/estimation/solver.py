@@ -55,7 +55,8 @@ class LevenbergMarquardt:
     def __init__(self, options: SolverOptions | None = None):
         self.options = options or SolverOptions()
         if self.options.strategy not in ("line-search", "trust-region"):
-            raise ValueError(f"strategy must be 'line-search' or 'trust-region', not {self.options.strategy!r}")
+            raise ValueError("strategy must be 'line-search' or 'trust-region', "
+                             f"not {self.options.strategy!r}")
         if self.options.backend not in ("structured", "gtsam"):
             raise ValueError(f"backend must be 'structured' or 'gtsam', not {self.options.backend!r}")
         self._linear = StructuredSolver()
@@ -63,6 +64,10 @@ class LevenbergMarquardt:
     def _solve(self, graph, lam):
         if self.options.backend == "gtsam":
             return solve_gtsam(graph, lam)
+        return self._linear.solve(graph, lam)
+
+    def linear_solve(self, graph, lam: float = 0.0):
+        """One O(N) solve of a linearized problem (`linear_solver.StructuredSolver`; reuses its workspace)."""
         return self._linear.solve(graph, lam)
 
     def log(self, msg: str) -> None:
@@ -148,7 +153,8 @@ class LevenbergMarquardt:
                      f"rel.decrease {rel:.2e}  step {alpha:.3g}  λ {lam:.0e}  {dt:.2f} s")
             small = rel < tol
             still = not freeze_theta and self._theta_still(alpha * step.dtheta, theta)
-            if (alpha == 1.0 and max(rel, pred_rel) < tol) or (small and prev_small) or (still and prev_still):
+            if ((alpha == 1.0 and max(rel, pred_rel) < tol) or (small and prev_small)
+                    or (still and prev_still)):
                 converged = True
                 break
             prev_small, prev_still = small, still
@@ -173,7 +179,8 @@ class LevenbergMarquardt:
                 continue
             if pred < 1e-2 * tol * cost:
                 converged = True
-                self.log(f"round {rnd} iter {it:3d}: predicted decrease {pred:.2e} below tolerance; converged")
+                self.log(f"round {rnd} iter {it:3d}: predicted decrease {pred:.2e} below tolerance; "
+                         "converged")
                 break
             x_new = problem.retract(x, step.dx)
             theta_new = theta + step.dtheta
@@ -247,7 +254,7 @@ class LevenbergMarquardt:
         graph = problem.linearize(x, theta)
         for i, damping in enumerate(dampings):
             try:
-                return self._linear.solve(graph, damping).schur
+                return self.linear_solve(graph, damping).schur
             except SingularSystemError:
                 if i == len(dampings) - 1:
                     raise

@@ -304,12 +304,14 @@ def contact_force_terms(problem: Problem, model, data, frame_ids, f_meas, sigma_
                 world=world(ev, i)))
             return Residual(r, J, w=ws)
 
-        terms += [Term("unilateral", "knot", "prior", unilateral), Term("friction_cone", "knot", "prior", cone)]
+        terms += [Term("unilateral", "knot", "prior", unilateral),
+                  Term("friction_cone", "knot", "prior", cone)]
     return terms
 
 
 def impact_maps(fn) -> Term:
-    """Reset maps at touchdowns (paper 004 eqs. 7–11): ``fn(ev, jacobians)`` → [(k, J0, J1, Jθ, r)] whitened."""
+    """Reset maps at touchdowns (paper 004 eqs. 7–11): ``fn(ev, jacobians)`` → whitened rows
+    [(k, J0, J1, Jθ, r)]."""
 
     @theta_dependent
     def evaluate(ev, jac):

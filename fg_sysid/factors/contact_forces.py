@@ -180,7 +180,8 @@ class ContactGeneralizedForces:
                 Jj = pin.getJointJacobian(m0, d0, fr.parentJoint, pin.LOCAL)
                 Jl = pl.toActionMatrixInverse()[:3] @ Jj
                 dl[k, :, 3 * i: 3 * i + 3] = Jl.T
-                fext[fr.parentJoint] = fext[fr.parentJoint] + pl.act(pin.Force(lam[k, 3 * i: 3 * i + 3], np.zeros(3)))
+                f_i = pin.Force(lam[k, 3 * i: 3 * i + 3], np.zeros(3))
+                fext[fr.parentJoint] = fext[fr.parentJoint] + pl.act(f_i)
             tau[k] = dl[k] @ lam[k]
             if jacobians:
                 dr_dq, _, _ = pin.computeRNEADerivatives(m0, d0, q[k], zero, zero, fext)

@@ -8,9 +8,8 @@ from .model import (
     INERTIAL_SUFFIXES,
     RobotError,
     RobotModel,
-    load_robot,
 )
-from .spec import BASE_TYPES, ContactSpec, RobotSpec, load_spec
+from .spec import BASE_TYPES, ContactSpec, RobotSpec, load_robot, load_spec
 
 __all__ = [
     "BASE_TYPES", "CATALOG", "CONTACT_TYPES", "DEFAULT_FRICTION_MODEL", "FRICTION_MODELS",

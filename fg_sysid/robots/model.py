@@ -86,10 +86,11 @@ class RobotModel:
     # ------------------------------------------------------------------ construction
     @classmethod
     def from_name(cls, name_or_path: str | Path, **kwargs) -> RobotModel:
-        """A catalog name (``z1``, ``panda``, ...), a path to a URDF file or to a robot spec (``.yaml``)."""
+        """A catalog name (``z1``, ``panda``, ...) or a path to a URDF file (robot spec files:
+        `fg_sysid.robots.load_robot`)."""
         p = Path(str(name_or_path))
         if p.suffix.lower() in (".yaml", ".yml"):
-            return cls.from_spec(p, **kwargs)
+            raise RobotError(f"{p} is a robot spec file: load it with fg_sysid.robots.load_robot")
         if p.suffix.lower() == ".urdf" or p.is_file():
             if not p.is_file():
                 raise RobotError(f"URDF file not found: {p}")
@@ -98,17 +99,6 @@ class RobotModel:
             return cls.from_catalog(str(name_or_path), **kwargs)
         except KeyError as e:
             raise RobotError(str(e.args[0])) from None
-
-    @classmethod
-    def from_spec(cls, path: str | Path, floating_base: bool | None = None,
-                  locked_joints: dict | None = None) -> RobotModel:
-        """Build from a robot spec file (YAML, see docs/robot-spec.md and `fg_sysid.robots.spec`).
-
-        ``floating_base`` overrides the spec's ``base``; ``locked_joints`` adds to its ``locked_joints``.
-        """
-        from .spec import RobotSpec
-
-        return RobotSpec.from_file(path).build(floating_base=floating_base, locked_joints=locked_joints)
 
     @classmethod
     def from_catalog(cls, name: str, locked_joints: dict | None = None, **kwargs) -> RobotModel:
@@ -265,7 +255,7 @@ class RobotModel:
         """`SymmetryMap` of the mirrored limbs (``symmetry_pairs``, ``symmetry_plane``), or None if unset."""
         if not self.symmetry_pairs:
             return None
-        from ..factors.parameter_priors import SymmetryMap
+        from .symmetry import SymmetryMap
 
         try:
             return SymmetryMap.from_names(self, pairs=list(self.symmetry_pairs), plane=self.symmetry_plane)
@@ -385,8 +375,3 @@ class RobotModel:
 def _catalog_metadata(entry) -> dict:
     """Metadata fields given by a catalog entry's ``extra`` (contacts, IMU, symmetry, ...)."""
     return {k: v for k, v in entry.extra.items() if k in _META_FIELDS or k == "friction_models"}
-
-
-def load_robot(name_or_path, **kwargs) -> RobotModel:
-    """Shorthand for `RobotModel.from_name`."""
-    return RobotModel.from_name(name_or_path, **kwargs)

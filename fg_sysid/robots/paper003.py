@@ -9,7 +9,7 @@ inertias are arbitrary physically consistent values (used only by numerical cros
 
 Each builder returns a ``pin.Model`` whose joints are ``joint1..jointN`` and whose bodies carry BODY
 frames ``link1..linkN`` (the Cheetah floating variant adds a ``torso`` on a free-flyer root).
-``model.rotorGearRatio`` holds the paper's gear ratios; `paper_rotors` returns the paper's rotors.
+``model.rotorGearRatio`` holds the paper's gear ratios (`identifiability.default_rotors` reads them).
 """
 
 from __future__ import annotations
@@ -127,14 +127,6 @@ def random_chain(n: int, seed: int = 0, floating_base: bool = False) -> pin.Mode
              rng.uniform(0, 0.3)) for _ in range(n)]
     types = "".join(rng.choice(["R", "R", "R", "P"]) for _ in range(n))
     return chain_from_dh(rows, types=types, floating_base=floating_base)
-
-
-def paper_rotors(name: str, model: pin.Model):
-    """The paper's rotors of robot ``name`` (each about its joint axis, on the parent body; for the
-    Cheetah knee the motor sits at the hip, which has the same axis direction, so it is the same)."""
-    from ..identifiability.rpna import default_rotors
-
-    return default_rotors(model)
 
 
 BUILDERS = {"puma560": puma560, "scara": scara, "cheetah3_leg": cheetah3_leg}

@@ -397,3 +397,13 @@ def _parse_friction(raw, err) -> tuple[str, dict]:
             raise err(f"key 'friction.joints.{j}': unknown friction model {m!r}; "
                       f"expected one of {', '.join(FRICTION_MODELS)}")
     return default, {str(j): m for j, m in joints.items()}
+
+
+def load_robot(name_or_path, **kwargs) -> RobotModel:
+    """A catalog name (``z1``, ``panda``, ...), a URDF file or a robot spec file (``.yaml``, see
+    docs/robot-spec.md). Keyword arguments: ``floating_base``, ``locked_joints`` (and, for URDFs and
+    catalog names, those of `RobotModel.from_urdf`)."""
+    p = Path(str(name_or_path))
+    if p.suffix.lower() in (".yaml", ".yml"):
+        return RobotSpec.from_file(p).build(**kwargs)
+    return RobotModel.from_name(name_or_path, **kwargs)
