@@ -1,4 +1,5 @@
-"""Layering of the package (issue 10): no import cycles between modules; robots/ depends on nothing above it."""
+"""Layering of the package (issue 10): no import cycles between modules; robots/ depends on nothing
+above it."""
 
 from __future__ import annotations
 

@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 from fg_sysid.datasets.simulate import simulate
+from fg_sysid.estimation.gtsam_backend import build_graph
 from fg_sysid.estimation.smoother import JointSmoother
 from fg_sysid.factors import (
     THETA,
-    build_graph,
     check_factor_jacobians,
     encoder_factor,
     integration_factor,

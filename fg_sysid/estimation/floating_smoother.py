@@ -782,6 +782,7 @@ class FloatingBaseSmoother(JointSmoother):
     # ------------------------------------------------------------------ result
     def _finish(self, log, x, theta, noise, t, history, converged, viol, al_rounds, t_start):
         q, v, a, lam = x
+        self.states_ = x  # final knot states (q, v, a, λ), the problem's variables with θ = result_.theta
         robot = self.robot
         iv = robot.joint_index_v()
         cov = self._lm.covariance(self.problem_, x, theta)

@@ -101,14 +101,33 @@ class ConstraintState:
 
 
 class Evaluation:
-    """One linearization point (x, θ) with a cache for work shared between terms."""
+    """One linearization point (x, θ) with a cache for work shared between terms.
 
-    def __init__(self, problem: Problem, x: tuple, theta: np.ndarray, jacobians: bool):
+    ``idx``: the knot indices whose states ``x`` holds (None: all knots, in order). Terms read their
+    per-knot data through `rows` (per-knot arrays, (N, ...)) and `intervals` (per-interval arrays,
+    (N−1, ...)), so any term can be evaluated on one knot or one consecutive pair — what a per-knot
+    GTSAM factor needs (`gtsam_backend`).
+    """
+
+    def __init__(self, problem: Problem, x: tuple, theta: np.ndarray, jacobians: bool, idx=None):
         self.problem = problem
         self.x = x
         self.theta = theta
         self.jacobians = jacobians
+        self.idx = None if idx is None else np.asarray(idx, int)
         self._cache: dict = {}
+
+    def rows(self, arr):
+        """Per-knot data (N, ...) at this evaluation's knots; scalars and per-column arrays pass."""
+        if self.idx is None or arr is None or np.ndim(arr) < 2:
+            return arr
+        return arr[self.idx]
+
+    def intervals(self, arr):
+        """Per-interval data (N−1, ...) for the intervals between this evaluation's consecutive knots."""
+        if self.idx is None or arr is None or np.ndim(arr) < 1:
+            return arr
+        return arr[self.idx[:-1]]
 
     @property
     def q(self):
@@ -176,6 +195,46 @@ class Problem:
         return J
 
     # ------------------------------------------------------------------ linearization
+    def whitened(self, term: Term, res: Residual, ev: Evaluation) -> Residual:
+        """The term's residual and Jacobians whitened by its role (see the module docstring): row weights
+        ``w`` (and matrices ``W``) applied; constraints shifted and divided by σ_c · scale."""
+        cs = self.constraints
+        w = 1.0 if res.w is None else res.w
+        r = res.r
+        if term.role == "constraint":
+            if term.name in cs.shift:
+                shift = cs.shift[term.name]
+                r = r + (ev.intervals(shift) if term.touches == "pair" else
+                         ev.rows(shift) if term.touches == "knot" else shift)
+            w = w / (np.asarray(term.sigma, float) * cs.scale)
+        if term.touches == "pair_theta":
+            out = Residual([], [] if res.J is not None else None, [] if res.J1 is not None else None,
+                           [] if res.Jt is not None else None, k=list(res.k))
+            for i in range(len(res.k)):
+                wi = np.reshape(w[i] if np.ndim(w) else w, (-1, 1))
+                out.r.append(res.r[i] * wi[:, 0])
+                for name in ("J", "J1", "Jt"):
+                    blocks = getattr(res, name)
+                    if blocks is not None:
+                        getattr(out, name).append(blocks[i] * wi)
+            return out
+        if term.touches == "theta":
+            w = np.broadcast_to(np.asarray(w, float), np.shape(r))
+            return Residual(r * w, Jt=None if res.Jt is None else res.Jt * w[:, None])
+        w = np.asarray(w, float)
+        wr = w[None, :] if (w.ndim == 1 and np.ndim(r) == 2) else w
+        wj = wr[..., None] if np.ndim(wr) else wr
+        rw = r * wr
+        J = None if res.J is None else res.J * wj
+        J1 = None if res.J1 is None else res.J1 * wj
+        Jt = None if res.Jt is None else res.Jt * wj
+        if res.W is not None:
+            rw = np.einsum("nij,nj->ni", res.W, rw)
+            J = None if J is None else res.W @ J
+            J1 = None if J1 is None else res.W @ J1
+            Jt = None if Jt is None else res.W @ Jt
+        return Residual(rw, J, J1, Jt)
+
     def linearize(self, x: tuple, theta: np.ndarray, jacobians: bool = True,
                   freeze_theta: bool = False) -> LinearizedGraph:
         """Whitened blocks of every term at (x, θ) (`LinearizedGraph`; cost ½ Σ‖r‖²).
@@ -185,56 +244,28 @@ class Problem:
         N = x[1].shape[0]
         ev = Evaluation(self, x, theta, jacobians)
         graph = LinearizedGraph(N, self.nx, self.ntheta)
-        cs = self.constraints
         if all(t.constant for t in self.terms if t.touches in ("knot", "pair") and not _has_theta(t)):
             graph.gram_cache = self._gram_cache
         theta_J, theta_r = [], []
         for term in self.terms:
-            res = term.evaluate(ev, jacobians)
-            w = 1.0 if res.w is None else res.w
-            r = res.r
-            if term.role == "constraint":
-                if term.name in cs.shift:
-                    r = r + cs.shift[term.name]
-                w = w / (np.asarray(term.sigma, float) * cs.scale)
+            if term.touches == "theta" and freeze_theta:
+                continue
+            wb = self.whitened(term, term.evaluate(ev, jacobians), ev)
             if term.touches == "theta":
-                if freeze_theta:
-                    continue
-                w = np.broadcast_to(np.asarray(w, float), np.shape(r))
-                theta_r.append(r * w)
-                theta_J.append(None if res.Jt is None else res.Jt * w[:, None])
-                continue
-            if term.touches == "pair_theta":
-                for i, k in enumerate(res.k):
-                    wi = w[i] if np.ndim(w) else w
-                    ri = res.r[i] * wi
-                    if not jacobians:
-                        graph.pair_theta.append((k, None, None, None, ri))
-                        continue
-                    Jt = np.zeros_like(res.Jt[i]) if freeze_theta else res.Jt[i] * np.reshape(wi, (-1, 1))
-                    graph.pair_theta.append((k, res.J[i] * np.reshape(wi, (-1, 1)),
-                                             res.J1[i] * np.reshape(wi, (-1, 1)), Jt, ri))
-                continue
-            w = np.asarray(w, float)
-            wr = w[None, :] if (w.ndim == 1 and r.ndim == 2) else w
-            rw = r * wr
-            wj = wr[..., None] if np.ndim(wr) else wr
-            if term.touches == "pair":
-                J0 = None if res.J is None else res.J * wj
-                J1 = None if res.J1 is None else res.J1 * wj
-                if res.W is not None:
-                    rw = np.einsum("nij,nj->ni", res.W, rw)
-                    J0 = None if J0 is None else res.W @ J0
-                    J1 = None if J1 is None else res.W @ J1
-                graph.pair.append((J0, J1, rw))
-            elif res.Jt is not None or (not jacobians and _has_theta(term)):
-                if not jacobians:
-                    graph.knot_theta.append((None, None, rw))
-                else:
-                    Jt = np.zeros_like(res.Jt) if freeze_theta else res.Jt * wj
-                    graph.knot_theta.append((res.J * wj, Jt, rw))
+                theta_r.append(wb.r)
+                theta_J.append(wb.Jt)
+            elif term.touches == "pair_theta":
+                for i, k in enumerate(wb.k):
+                    Jt = None if wb.Jt is None else (np.zeros_like(wb.Jt[i]) if freeze_theta else wb.Jt[i])
+                    graph.pair_theta.append((k, None if wb.J is None else wb.J[i],
+                                             None if wb.J1 is None else wb.J1[i], Jt, wb.r[i]))
+            elif term.touches == "pair":
+                graph.pair.append((wb.J, wb.J1, wb.r))
+            elif wb.Jt is not None or (not jacobians and _has_theta(term)):
+                Jt = None if wb.Jt is None else (np.zeros_like(wb.Jt) if freeze_theta else wb.Jt)
+                graph.knot_theta.append((wb.J, Jt, wb.r))
             else:
-                graph.knot.append((None if res.J is None else res.J * wj, rw))
+                graph.knot.append((wb.J, wb.r))
         if freeze_theta or not theta_r:
             graph.prior_w = np.ones(self.ntheta)
             graph.prior_r = np.zeros(self.ntheta)

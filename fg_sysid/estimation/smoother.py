@@ -219,6 +219,7 @@ class JointSmoother:
                     break
         # marginal covariance of θ at the solution (undamped Schur complement)
         cov = self._lm.covariance(self.problem_, x, theta)
+        self.states_ = x  # final knot states (q, v, a), the problem's variables with θ = result_.theta
         seconds = time.perf_counter() - t_start
         self.result_ = IdentificationResult.build(
             layout=layout, theta=theta, theta_cov=cov, theta_prior=(theta_bar, theta_std),

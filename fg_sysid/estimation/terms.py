@@ -48,7 +48,7 @@ def encoder_rows(problem: Problem, q_meas):
 
 
 def _encoder(problem, ev, q_meas):
-    r, J = encoder_residual(problem.space, ev.q, q_meas, ev.jacobians)
+    r, J = encoder_residual(problem.space, ev.q, ev.rows(q_meas), ev.jacobians)
     return r, _pad(problem, J)
 
 
@@ -58,7 +58,7 @@ def encoders(problem: Problem, q_meas, w, name: str = "encoders") -> Term:
 
     def evaluate(ev, jac):
         r, J = rows(ev)
-        return Residual(r, J, w=w)
+        return Residual(r, J, w=ev.rows(w))
 
     return Term(name, "knot", "measurement", evaluate, constant=problem.space.is_vector_space)
 
@@ -67,7 +67,7 @@ def velocities(problem: Problem, v_meas, w) -> Term:
     """Velocity measurements r = v − v̂ [rad/s | m/s] (tachometers / logged joint velocities)."""
 
     def evaluate(ev, jac):
-        r, J = velocity_residual(ev.v, v_meas, jac)
+        r, J = velocity_residual(ev.v, ev.rows(v_meas), jac)
         return Residual(r, _pad(problem, J), w=w)
 
     return Term("velocities", "knot", "measurement", evaluate, constant=True)
@@ -80,9 +80,9 @@ def pseudo_accelerations(problem: Problem, a_ref, w) -> Term:
     def evaluate(ev, jac):
         J = None
         if jac:
-            J = np.zeros((a_ref.shape[0], nv, problem.nx))
+            J = np.zeros((ev.a.shape[0], nv, problem.nx))
             J[:, :, problem.slices["a"]] = np.eye(nv)
-        return Residual(ev.a - a_ref, J, w=w)
+        return Residual(ev.a - ev.rows(a_ref), J, w=w)
 
     return Term("pseudo_accelerations", "knot", "prior", evaluate, constant=True)
 
@@ -98,8 +98,9 @@ def integration(problem: Problem, h, w, keep=None, whitener=None) -> Term:
         w = keep[:, None] * np.asarray(w, float)[None, :]
 
     def evaluate(ev, jac):
-        pl = integration_residual(problem.space, ev.q, ev.v, ev.a, h, jac)
-        return Residual(pl.r, _pad(problem, pl.J0), _pad(problem, pl.J1), w=w, W=whitener)
+        pl = integration_residual(problem.space, ev.q, ev.v, ev.a, ev.intervals(h), jac)
+        ww = ev.intervals(w) if np.ndim(w) == 2 else w
+        return Residual(pl.r, _pad(problem, pl.J0), _pad(problem, pl.J1), w=ww, W=ev.intervals(whitener))
 
     return Term("integration", "pair", "measurement", evaluate,
                 constant=problem.space.is_vector_space and whitener is None)
@@ -112,11 +113,11 @@ def inverse_dynamics(problem: Problem, id_residual, tau_meas, w) -> Term:
 
     @theta_dependent
     def evaluate(ev, jac):
-        lin = id_residual.evaluate(ev.q, ev.v, ev.a, tau_meas, ev.theta, jac)
+        lin = id_residual.evaluate(ev.q, ev.v, ev.a, ev.rows(tau_meas), ev.theta, jac)
         if not jac:
-            return Residual(lin.r, w=w)
+            return Residual(lin.r, w=ev.rows(w))
         J = problem.state_jacobian(lin.r.shape[0], lin.r.shape[1], {"q": lin.Jq, "v": lin.Jv, "a": lin.Ja})
-        return Residual(lin.r, J, Jt=lin.Jtheta, w=w)
+        return Residual(lin.r, J, Jt=lin.Jtheta, w=ev.rows(w))
 
     return Term("inverse_dynamics", "knot", "measurement", evaluate)
 
@@ -129,15 +130,15 @@ def floating_dynamics(problem: Problem, id_fn, tau_meas, w_joint, sigma_base: fl
     act = np.asarray(actuated, int)
 
     def full(ev):
-        return ev.cached("floating_id", lambda: id_fn(ev.q, ev.v, ev.a, ev.x[3], ev.theta, tau_meas,
+        return ev.cached("floating_id", lambda: id_fn(ev.q, ev.v, ev.a, ev.x[3], ev.theta, ev.rows(tau_meas),
                                                        ev.jacobians))
 
     @theta_dependent
     def joints(ev, jac):
         r, Jx, Jt = full(ev)
         if not jac:
-            return Residual(r[:, act], w=w_joint)
-        return Residual(r[:, act], Jx[:, act], Jt=Jt[:, act], w=w_joint)
+            return Residual(r[:, act], w=ev.rows(w_joint))
+        return Residual(r[:, act], Jx[:, act], Jt=Jt[:, act], w=ev.rows(w_joint))
 
     @theta_dependent
     def base(ev, jac):
@@ -178,7 +179,7 @@ def imu_gyro(problem: Problem, model, data, frame_id, gyro, sigma) -> Term:
     """Gyro [rad/s] at the IMU frame (`factors.imu.gyro_residual`)."""
 
     def evaluate(ev, jac):
-        r, J = gyro_residual(model, data, frame_id, ev.q, ev.v, gyro, jac)
+        r, J = gyro_residual(model, data, frame_id, ev.q, ev.v, ev.rows(gyro), jac)
         return Residual(r, _pad(problem, J), w=1.0 / sigma)
 
     return Term("imu_gyro", "knot", "measurement", evaluate)
@@ -188,7 +189,7 @@ def imu_accelerometer(problem: Problem, model, data, frame_id, acc, sigma) -> Te
     """Accelerometer specific force [m/s²] with gravity and lever arm (`factors.imu`)."""
 
     def evaluate(ev, jac):
-        r, J = accelerometer_residual(model, data, frame_id, ev.q, ev.v, ev.a, acc, jac)
+        r, J = accelerometer_residual(model, data, frame_id, ev.q, ev.v, ev.a, ev.rows(acc), jac)
         return Residual(r, _pad(problem, J), w=1.0 / sigma)
 
     return Term("imu_accelerometer", "knot", "measurement", evaluate)
@@ -213,12 +214,12 @@ def contact_motion(problem: Problem, model, data, frame_ids, offset, mask, sigma
     def vel(ev, jac):
         rv, Jv, _, _ = rows(ev)
         r, J = flat(rv, Jv)
-        return Residual(r, J, w=m3)
+        return Residual(r, J, w=ev.rows(m3))
 
     def acc(ev, jac):
         _, _, ra, Ja = rows(ev)
         r, J = flat(ra, Ja)
-        return Residual(r, J, w=m3)
+        return Residual(r, J, w=ev.rows(m3))
 
     return (Term("contact_acceleration", "knot", "constraint", acc, sigma=sigma_a),
             Term("contact_velocity", "knot", "constraint", vel, sigma=sigma_v))
@@ -233,10 +234,10 @@ def contact_height(problem: Problem, height_fn, pair_mask, sigma: float) -> Term
         z, Jz = height_fn(ev.q, jac)
         r = z[1:] - z[:-1]
         if not jac:
-            return Residual(r, w=pm)
+            return Residual(r, w=ev.intervals(pm))
         J = np.zeros(Jz.shape[:2] + (problem.nx,))
         J[:, :, problem.slices["q"]] = Jz
-        return Residual(r, -J[:-1], J[1:], w=pm)
+        return Residual(r, -J[:-1], J[1:], w=ev.intervals(pm))
 
     return Term("contact_height", "pair", "constraint", evaluate, sigma=sigma)
 
@@ -252,7 +253,7 @@ def swing_force(problem: Problem, w) -> Term:
         if jac:
             J = np.zeros((lam.shape[0], n_lam, problem.nx))
             J[:, :, sl] = np.eye(n_lam)
-        return Residual(lam, J, w=w)
+        return Residual(lam, J, w=ev.rows(w))
 
     return Term("swing_force", "knot", "prior", evaluate)
 
@@ -284,7 +285,7 @@ def contact_force_terms(problem: Problem, model, data, frame_ids, f_meas, sigma_
     if f_meas is not None:
         def measured(ev, jac):
             r, J = stacked(ev, jac, lambda ev, i, jac: measured_force_residual(
-                model, data, frame_ids[i], ev.q, ev.x[3][:, 3 * i: 3 * i + 3], f_meas[:, i], jac,
+                model, data, frame_ids[i], ev.q, ev.x[3][:, 3 * i: 3 * i + 3], ev.rows(f_meas)[:, i], jac,
                 world=world(ev, i)))
             return Residual(r, J, w=1.0 / sigma_force)
 
@@ -296,13 +297,13 @@ def contact_force_terms(problem: Problem, model, data, frame_ids, f_meas, sigma_
             r, J = stacked(ev, jac, lambda ev, i, jac: unilateral_residual(
                 model, data, frame_ids[i], ev.q, ev.x[3][:, 3 * i: 3 * i + 3], jacobians=jac,
                 world=world(ev, i)))
-            return Residual(r, J, w=ws)
+            return Residual(r, J, w=ev.rows(ws))
 
         def cone(ev, jac):
             r, J = stacked(ev, jac, lambda ev, i, jac: friction_cone_residual(
                 model, data, frame_ids[i], ev.q, ev.x[3][:, 3 * i: 3 * i + 3], mu, jacobians=jac,
                 world=world(ev, i)))
-            return Residual(r, J, w=ws)
+            return Residual(r, J, w=ev.rows(ws))
 
         terms += [Term("unilateral", "knot", "prior", unilateral),
                   Term("friction_cone", "knot", "prior", cone)]

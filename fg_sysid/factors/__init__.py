@@ -2,7 +2,6 @@
 GTSAM wrappers (`gtsam_factors`)."""
 
 from .gtsam_factors import (
-    build_graph,
     check_factor_jacobians,
     encoder_factor,
     integration_factor,
@@ -15,7 +14,6 @@ from .keys import THETA, state
 
 __all__ = [
     "THETA",
-    "build_graph",
     "check_factor_jacobians",
     "encoder_factor",
     "integration_factor",

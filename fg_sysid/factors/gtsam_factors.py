@@ -14,26 +14,24 @@ Jacobians only when GTSAM asks for them (``jacobians is not None``). GTSAM conve
 Noise arguments (``sigma``…) are a scalar, a per-row array, or a ready ``gtsam.noiseModel.Base``.
 
 Performance: GTSAM's C++ optimizers calling Python factors cost O(N²) per iteration
-(``shared/notes/gtsam-python-performance.md``). `build_graph` is therefore meant for SMALL problems
-(short windows, a user's own graph, `gtsam.Marginals`, fixed-lag smoothing); the batch estimator
+(``shared/notes/gtsam-python-performance.md``). These factors and `estimation.gtsam_backend.build_graph`
+are therefore meant for SMALL problems (short windows, a user's own graph, `gtsam.Marginals`,
+fixed-lag smoothing; `fg_sysid.estimation.gtsam_backend` wraps any term of the estimation core the
+same way); the batch estimator
 (`fg_sysid.estimation.smoother.JointSmoother`) linearizes in batch and solves in O(N) instead.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-
 import gtsam
 import numpy as np
 
-from ..layout import ParameterLayout
 from .inverse_dynamics import InverseDynamicsResidual
 from .keys import THETA, state
 from .kinematics import encoder_residual, integration_residual, velocity_residual
 from .manifold import ConfigurationSpace
 
 __all__ = [
-    "build_graph",
     "check_factor_jacobians",
     "encoder_factor",
     "integration_factor",
@@ -184,137 +182,6 @@ def parameter_prior_factor(theta_bar, std) -> gtsam.PriorFactorVector:
 
 
 # ---------------------------------------------------------------------------------------------- graph
-def _log_arrays(log_or_arrays):
-    """(t, q, v or None, tau) from a `Log`, a mapping with keys t, q, v, tau, or a tuple (t, q, v, tau)."""
-    if isinstance(log_or_arrays, Mapping):
-        d = log_or_arrays
-        t, q, v, tau = d["t"], d["q"], d.get("v"), d.get("tau")
-    elif isinstance(log_or_arrays, Sequence) and not isinstance(log_or_arrays, str):
-        t, q, v, tau = (list(log_or_arrays) + [None, None])[:4]
-    else:
-        t, q, v, tau = log_or_arrays.t, log_or_arrays.q, log_or_arrays.v, log_or_arrays.tau
-    t = np.asarray(t, dtype=float)
-    q = np.atleast_2d(np.asarray(q, dtype=float))
-    v = None if v is None else np.atleast_2d(np.asarray(v, dtype=float))
-    tau = np.full_like(q, np.nan) if tau is None else np.atleast_2d(np.asarray(tau, dtype=float))
-    return t, q, v, tau
-
-
-def _knot_indices(knots, n: int) -> np.ndarray:
-    if knots is None:
-        return np.arange(n)
-    if isinstance(knots, slice):
-        return np.arange(n)[knots]
-    if np.isscalar(knots):
-        return np.arange(min(int(knots), n))
-    idx = np.asarray(knots, dtype=int)
-    if idx.ndim != 1 or np.any(np.diff(idx) <= 0) or idx.min() < 0 or idx.max() >= n:
-        raise ValueError("knots must be increasing sample indices inside the log")
-    return idx
-
-
-def build_graph(robot_or_layout, log_or_arrays, *, sigma_q, sigma_tau, sigma_v=None,
-                sigma_process=None, sigma_process_q=None, sigma_process_v=None, knots=None,
-                prior: tuple | None = None, prior_relative: float = 0.7, initial=None,
-                inertia: str = "log-cholesky", friction: str = "coulomb-viscous",
-                friction_velocity_scale: float = 0.05) -> tuple[gtsam.NonlinearFactorGraph, gtsam.Values]:
-    """The full factor graph of the batch problem of `JointSmoother` on a SMALL window, and initial values.
-
-    Args:
-        robot_or_layout: a `RobotModel` (a `ParameterLayout` is created with ``inertia``, ``friction``,
-            ``friction_velocity_scale``, like the smoother's defaults) or a ready `ParameterLayout`.
-        log_or_arrays: a `fg_sysid.datasets.log.Log`, or arrays ``(t, q, v, tau)`` / a mapping with
-            those keys (joint columns in the robot's joint order; ``v`` may be None; NaN effort = unmeasured).
-        sigma_q, sigma_v, sigma_tau: measurement noise std (scalar or per joint); velocity factors are
-            added only when the log has velocities and ``sigma_v`` is given.
-        sigma_process: std of the velocity-integration residual per unit step [rad/s per s], converted
-            exactly as the smoother does with the median step h̄: σ_v = sigma_process·h̄, σ_q = σ_v·h̄.
-            Alternatively give ``sigma_process_q`` [rad] and ``sigma_process_v`` [rad/s] directly
-            (e.g. ``JointSmoother.noise_.process_q/.process_v``).
-        knots: sample indices used as knots: None (all), an int n (the first n samples), a slice
-            (``slice(0, None, stride)`` is the smoother's ``knot_stride``) or an index array.
-        prior: (θ̄, std); default ``layout.prior(prior_relative)``.
-        initial: optional (q, v, a, θ) initial values for the knots (arrays (n_knots, nv)) and θ; by
-            default a Savitzky–Golay (50 ms, order 3) fit of the log's positions and θ̄.
-
-    Returns:
-        (graph, values): encoder, velocity, inverse-dynamics (unmeasured rows dropped), integration and
-        parameter-prior factors on ``state(i)`` for knot i = 0…n_knots−1 and ``THETA``.
-    """
-    from ..estimation.noise import savgol_derivatives
-
-    layout = robot_or_layout if isinstance(robot_or_layout, ParameterLayout) else ParameterLayout.create(
-        robot_or_layout, inertia, friction, friction_velocity_scale)
-    robot = layout.robot
-    if robot.floating_base:
-        raise ValueError("build_graph supports fixed-base robots only")
-    space = ConfigurationSpace(robot.model)
-    _check_space(space)
-    nv, nj = robot.nv, robot.n_joints
-    iv = robot.joint_index_v()
-    t, q_log, v_log, tau_log = _log_arrays(log_or_arrays)
-    if q_log.shape[1] != nj:
-        raise ValueError(f"log has {q_log.shape[1]} joint columns, robot {robot.name!r} has {nj} joints")
-    idx = _knot_indices(knots, t.size)
-    if idx.size < 2:
-        raise ValueError("need at least 2 knots")
-    tk = t[idx]
-    h = np.diff(tk)
-
-    def per_joint_v(val):  # per-joint value → velocity layout (nv,)
-        out = np.ones(nv)
-        out[iv] = np.broadcast_to(np.asarray(val, float), (nj,))
-        return out
-
-    def to_v(cols):  # (n, nj) joint columns → (n, nv)
-        out = np.zeros((cols.shape[0], nv))
-        out[:, iv] = cols
-        return out
-
-    sq = per_joint_v(sigma_q)
-    st = per_joint_v(sigma_tau)
-    if sigma_process_q is not None and sigma_process_v is not None:
-        spq, spv = per_joint_v(sigma_process_q), per_joint_v(sigma_process_v)
-    elif sigma_process is not None:
-        hbar = float(np.median(h))
-        spv = per_joint_v(np.asarray(sigma_process, float) * hbar)
-        spq = spv * hbar
-    else:
-        raise ValueError("give sigma_process or both sigma_process_q and sigma_process_v")
-    qm = to_v(q_log[idx])
-    taum = np.full((idx.size, nv), np.nan)
-    taum[:, iv] = tau_log[idx]
-    use_v = v_log is not None and sigma_v is not None
-    vm = to_v(v_log[idx]) if use_v else None
-    sv = per_joint_v(sigma_v) if use_v else None
-
-    theta_bar, theta_std = layout.prior(prior_relative) if prior is None else prior
-    res = InverseDynamicsResidual(layout)
-    graph = gtsam.NonlinearFactorGraph()
-    for i in range(idx.size):
-        graph.add(encoder_factor(space, i, qm[i], sq))
-        if use_v:
-            graph.add(velocity_factor(i, vm[i], sv))
-        if np.any(np.isfinite(taum[i])):
-            graph.add(inverse_dynamics_factor(res, i, taum[i], st))
-        if i + 1 < idx.size:
-            graph.add(integration_factor(space, i, h[i], spq, spv))
-    graph.add(parameter_prior_factor(theta_bar, theta_std))
-
-    if initial is None:
-        qs, vs, as_ = savgol_derivatives(t, q_log, 0.05, 3)
-        q0, v0, a0 = to_v(qs[idx]), to_v(vs[idx]), to_v(as_[idx])
-        theta0 = np.asarray(theta_bar, float)
-    else:
-        q0, v0, a0, theta0 = (np.asarray(z, float) for z in initial)
-    values = gtsam.Values()
-    for i in range(idx.size):
-        values.insert(state(i), np.concatenate([q0[i], v0[i], a0[i]]))
-    values.insert(THETA, np.array(theta0, dtype=float))
-    return graph, values
-
-
-# ---------------------------------------------------------------------------------------------- checking
 def check_factor_jacobians(factor, values: gtsam.Values, delta: float = 1e-6, tol: float = 1e-5,
                            rtol: float = 1e-5) -> None:
     """Assert that ``factor.linearize(values)``'s whitened Jacobian blocks equal central differences of
