@@ -78,7 +78,7 @@ from ..robots import RobotModel
 from . import terms
 from .floating_baseline import manifold_sg_states
 from .linear_solver import SingularSystemError
-from .noise import highfreq_noise_std
+from .noise import highfreq_noise_std, knot_stride_from_log
 from .problem import Problem, retract_states
 from .result import IdentificationResult
 from .smoother import EstimationError, JointSmoother
@@ -115,6 +115,9 @@ class FloatingBaseSmoother(JointSmoother):
 
     Args (besides those of `JointSmoother` that apply: inertia, friction, friction_velocity_scale,
     knot_stride, sigma_q, sigma_v, sigma_tau, prior_relative, prior_mean, max_iterations, tol):
+        knot_stride: samples per knot; None (default): from the log (`noise.knot_stride_from_log`: 10×
+            the joints' bandwidth, at most 10 ms, a quarter of the shortest contact phase), recorded in
+            ``knot_spacing_`` and the summary.
         contact_frames: foot frame names (each gets a λ block; stance flags from ``log.contacts``);
             default: ``robot.contact_frames``, else the log's contact columns.
         contact_radius: foot sphere radius ρ [m] (contact point ρ below the frame origin); default
@@ -167,7 +170,7 @@ class FloatingBaseSmoother(JointSmoother):
         inertia: str = "log-cholesky",
         friction: str = "coulomb-viscous",
         friction_velocity_scale: float = 0.05,
-        knot_stride: int = 1,
+        knot_stride: int | None = None,
         sigma_q=None,
         sigma_v=None,
         sigma_tau=None,
@@ -207,6 +210,7 @@ class FloatingBaseSmoother(JointSmoother):
         determined_std_ratio: float | None = 0.1,
         impacts: bool = False,
         touchdown_settle_s: float = 0.0,
+        extra_terms=(),
         verbose: bool = False,
     ):
         super().__init__(
@@ -229,6 +233,7 @@ class FloatingBaseSmoother(JointSmoother):
             process_fraction=process_fraction,
             fit_friction=fit_friction,
             fit_armature=fit_armature,
+            extra_terms=extra_terms,
             verbose=verbose,
         )
         self.contact_frames = None if contact_frames is None else tuple(contact_frames)
@@ -376,13 +381,22 @@ class FloatingBaseSmoother(JointSmoother):
         dt = float(np.median(np.diff(log.t)))
         w = max(int(round(self.sg_window_s / dt)) // 2 * 2 + 1, self.sg_order + 2 | 1)
         rows, qs, vs, as_ = manifold_sg_states(robot.model, qfull, dt, w, self.sg_order)
-        stride = max(int(self.knot_stride), 1)
+        if self.knot_stride is None:  # from the log's bandwidth and contact phases
+            flags = np.stack([np.asarray(log.contacts[f], bool) for f in self.feet_], axis=1)
+            stride, self.knot_spacing_ = knot_stride_from_log(log.t, np.asarray(log.q, float), flags)
+            self._log(f"knot stride {stride} ({self.knot_spacing_['knot_spacing_s'] * 1e3:.1f} ms; "
+                      f"limited by {self.knot_spacing_['limited_by']}, joint bandwidth "
+                      f"{self.knot_spacing_['bandwidth_hz']:.2f} Hz)")
+        else:
+            stride = max(int(self.knot_stride), 1)
+            self.knot_spacing_ = {"stride": stride, "knot_spacing_s": stride * dt, "limited_by": "given"}
         sel = np.arange(0, rows.size, stride)
         idx = rows[sel]
         if idx.size < 4:
             raise EstimationError(f"log {log.source!r}: too few knots ({idx.size})")
         self._idx = idx
         t = log.t[idx]
+        self.knot_times_ = t
         self._h = np.diff(t)
         self._qm = qfull[idx]
         self._has_base = has_base
@@ -803,6 +817,7 @@ class FloatingBaseSmoother(JointSmoother):
         p = self.layout_.to_physical(theta)
         mass = float(np.sum(self.layout_.split(p)[0][:, 0]))
         extras = {
+            "knot_spacing": self.knot_spacing_,
             "floating_base": {
                 "contact_frames": list(self.feet_),
                 "contact_radius": self.radius_,
@@ -1049,7 +1064,7 @@ class FloatingBaseSmoother(JointSmoother):
         for name, fn, hard, std in self._parameter_row_functions():
             sigma = (sc[name] if name == "total_mass" else std) if hard else std
             problem.add(terms.theta_rows(name, fn, sigma, hard))
-        return problem
+        return self._add_extra_terms(problem)
 
     def _linearize(self, x, theta, noise=None, jacobians: bool = True, freeze_theta: bool = False):
         """The term set's `LinearizedGraph` at (x, θ) (for tests and benchmarks)."""

@@ -81,6 +81,8 @@ class JointSmoother:
         reweight_rounds: rounds of effort-noise re-estimation from the ID residuals (0 = off).
         max_iterations, tol: LM stopping rules (relative cost decrease).
         solver: "structured" (default, O(N) block elimination) or "gtsam" (GTSAM multifrontal).
+        extra_terms: callables ``(problem, smoother) -> problem.Term`` adding the user's own factor terms
+            (e.g. motion-capture positions at some knots; ``smoother.knot_times_`` holds the knot times).
         verbose: print one line per iteration to stderr.
     """
 
@@ -91,7 +93,7 @@ class JointSmoother:
                  reweight_rounds: int = 2, max_iterations: int = 30, tol: float = 1e-3,
                  solver: str = "structured", init: str = "ls-sg", process_fraction: float = 0.3,
                  fit_friction: bool = True, fit_armature: bool = True,
-                 verbose: bool = False):
+                 extra_terms=(), verbose: bool = False):
         self.robot = robot
         self.inertia = inertia
         self.friction = friction
@@ -111,6 +113,7 @@ class JointSmoother:
         self.process_fraction = process_fraction
         self.fit_friction = fit_friction
         self.fit_armature = fit_armature
+        self.extra_terms = tuple(extra_terms)
         self.verbose = verbose
 
     # ------------------------------------------------------------------ public
@@ -144,6 +147,7 @@ class JointSmoother:
         self._id = InverseDynamicsResidual(layout)
         iv = robot.joint_index_v()
         t = log.t[idx]
+        self.knot_times_ = t
         self._h = np.diff(t)
         nv = robot.nv
         # measurements in velocity layout (fixed base: joints == velocity coordinates)
@@ -293,6 +297,13 @@ class JointSmoother:
         wp[nv + iv] = 1.0 / noise.process_v
         problem.add(terms.integration(problem, self._h, wp))
         problem.add(terms.parameter_prior(self._theta_bar, self._theta_std))
+        return self._add_extra_terms(problem)
+
+    def _add_extra_terms(self, problem: Problem) -> Problem:
+        """The user's own terms (``extra_terms``: callables ``(problem, smoother) -> Term``; see
+        docs/estimation.md, "Adding a term")."""
+        for make in self.extra_terms:
+            problem.add(make(problem, self))
         return problem
 
     def _linearize(self, x, theta, noise: NoiseLevels | None = None, jacobians: bool = True,

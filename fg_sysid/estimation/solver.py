@@ -212,16 +212,17 @@ class LevenbergMarquardt:
 
     # ------------------------------------------------------------------ constraints
     def augmented_lagrangian(self, problem: Problem, x, theta, rounds: int = 20, constraint_tol: float = 1e-6,
-                             freeze_theta: bool = False, inner_iterations: int = 10):
+                             freeze_theta: bool = False, inner_iterations: int = 10, min_scale: float = 1e-4):
         """Constraint terms to ``constraint_tol`` (SI units) by the augmented Lagrangian: each round adds
         the current violation to the shifts (s/σ_c² is the multiplier estimate) and re-solves; when a
-        round does not reduce the worst violation fourfold, σ_c shrinks tenfold (at most three times,
-        shifts rescaled so the multipliers stay). Returns (x, θ, history, violations, rounds used)."""
+        round does not reduce the worst violation fourfold, σ_c shrinks by the factor that the round's
+        reduction predicts for a tenfold one (10–1000×, down to ``min_scale``; shifts rescaled so the
+        multipliers stay). Returns (x, θ, history, violations, rounds used)."""
         cs = problem.constraints
         viol = problem.violations(x, theta)
         history = []
         worst_prev = worst_violation(viol)
-        rnd = tightened = 0
+        rnd = 0
         for rnd in range(1, int(rounds) + 1):
             if worst_violation(viol) <= constraint_tol:
                 rnd -= 1
@@ -237,10 +238,14 @@ class LevenbergMarquardt:
                      f"({', '.join(f'{k} {np.abs(v).max():.1e}' for k, v in viol.items() if v.size)})")
             if worst <= constraint_tol:
                 break
-            if worst > 0.25 * worst_prev and tightened < 3:
-                tightened += 1
-                cs.scale *= 0.1
-                cs.shift = {k: 0.01 * s for k, s in cs.shift.items()}
+            if worst > 0.25 * worst_prev and cs.scale > min_scale:
+                # multiplier updates shrink the violation by ρ ≈ κ/(1 + κ), κ ∝ σ_c²: shrink σ_c so that the
+                # next round reaches ρ = 0.1 (at most 1000×, at least 10× per round)
+                ratio = min(max(worst / max(worst_prev, 1e-300), 1e-6), 0.999)
+                factor = float(np.clip(np.sqrt((0.1 / 0.9) / (ratio / (1.0 - ratio))), 1e-3, 0.1))
+                factor = max(factor, min_scale / cs.scale)
+                cs.scale *= factor
+                cs.shift = {k: factor ** 2 * s for k, s in cs.shift.items()}  # keeps the multipliers s/σ²
             worst_prev = worst
         if worst_violation(viol) > constraint_tol:
             warnings.warn(f"hard constraints not satisfied after {rnd} augmented-Lagrangian rounds: worst "
