@@ -241,8 +241,10 @@ def _positive(name, val, allow_none=True):
 @click.option("--method", type=click.Choice(METHODS), default="smoother", show_default=True,
               help="smoother = joint state-parameter factor-graph smoother; ls-sg = classical least squares "
                    "on Savitzky-Golay differentiated signals (baseline).")
-@click.option("--knot-stride", type=int, default=1, show_default=True,
-              help="One smoother knot every N log samples [samples].")
+@click.option("--knot-stride", type=int, default=None,
+              help="One smoother knot every N log samples [samples]. Default: 1 for fixed-base robots; for "
+                   "floating bases from the log (10x the joints' bandwidth, at most 10 ms, a quarter of the "
+                   "shortest contact phase; reported in summary.json knot_spacing).")
 @click.option("--sigma-q", type=float, default=None,
               help="Position noise std [rad | m]; default: estimated from the log.")
 @click.option("--sigma-v", type=float, default=None,
@@ -312,7 +314,7 @@ def identify_cmd(log_path, robot_source, out, method, knot_stride, sigma_q, sigm
     _positive("--friction-velocity-scale", friction_velocity_scale, allow_none=False)
     for name, val in (("--sigma-q", sigma_q), ("--sigma-v", sigma_v), ("--sigma-tau", sigma_tau)):
         _positive(name, val)
-    if knot_stride < 1:
+    if knot_stride is not None and knot_stride < 1:
         fail(f"--knot-stride must be >= 1, got {knot_stride}")
     if max_iterations < 1:
         fail(f"--max-iterations must be >= 1, got {max_iterations}")
@@ -328,6 +330,7 @@ def identify_cmd(log_path, robot_source, out, method, knot_stride, sigma_q, sigm
             process_noise=process_noise, impacts=impacts, touchdown_settle_s=touchdown_settle,
             use_forces=use_forces))
         return
+    knot_stride = 1 if knot_stride is None else knot_stride
     options = {"knot_stride": knot_stride, "sigma_q": sigma_q, "sigma_v": sigma_v, "sigma_tau": sigma_tau,
                "inertia": inertia if method == "smoother" else "raw", "friction": friction,
                "friction_velocity_scale": friction_velocity_scale, "max_iterations": max_iterations}
