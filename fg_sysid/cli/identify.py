@@ -235,6 +235,10 @@ def write_identification(out_dir, result, sg_filter, robot, log, log_path, robot
               "![measured vs model efforts](training_efforts.png)", "",
               markdown_table(_per_joint_frame(names, per_joint)), ""]
     (out_dir / "report.md").write_text("\n".join(lines))
+    from .. import report_html  # issue 14 hook: self-contained report.html beside report.md
+    report_html.write_report_html(out_dir, robot, table, summary, result=result, t=traj["t"],  # issue 14
+                                  tau_meas=tau_meas, tau_model=tau_model, trajectory=traj,  # issue 14
+                                  velocity_scale=options.get("friction_velocity_scale"))  # issue 14
     return summary
 
 
