@@ -117,6 +117,23 @@ def identified_parameters(spec: dict, robot: RobotModel | None = None) -> Identi
     return IdentifiedParameters(robot, inertial, fc, fv, arm, fmodel, None if vs is None else float(vs))
 
 
+def physical_problems(params: IdentifiedParameters) -> list[str]:
+    """What a simulator would reject: bodies whose inertia is not physically consistent (`is_consistent`)
+    and joints with negative fc, fv or armature (an unconstrained ``ls-sg`` estimate can have both).
+    Numbers are printed as plain decimals."""
+    robot = params.robot
+    out = []
+    for b, name in enumerate(robot.body_names):
+        pi = params.inertial[b]
+        if not (pi[0] > 0 and is_consistent(pin.Inertia.FromDynamicParameters(pi))):
+            out.append(f"body {name!r} (mass {float(pi[0]):.6g} kg) is not physically consistent")
+    for what, arr in (("fc", params.fc), ("fv", params.fv), ("armature", params.armature)):
+        for j, x in zip(robot.joint_names, arr, strict=True):
+            if x < 0:
+                out.append(f"joint {j!r} has {what} = {float(x):.6g} < 0")
+    return out
+
+
 # ---------------------------------------------------------------------------------------------- URDF
 def _urdf_inertia(inertial) -> pin.Inertia:
     """A yourdfpy ``Inertial`` (or None) as a `pinocchio.Inertia` in the link frame."""
@@ -221,6 +238,10 @@ def export_urdf(params: IdentifiedParameters, out: str | os.PathLike) -> pd.Data
     src = Path(robot.urdf_path)
     if not src.is_file():
         raise ExportError(f"URDF not found: {src}")
+    problems = physical_problems(params)
+    if problems:
+        warnings.warn("export: the URDF is written but simulators may reject it: " + "; ".join(problems),
+                      stacklevel=2)
     urdf = _load_urdf(src)
     new, table = urdf_inertials(params, urdf)
     links = {lk.name: lk for lk in urdf.robot.links}
@@ -242,6 +263,11 @@ def mjcf_spec(params: IdentifiedParameters):
     from .datasets.mujoco_sim import MujocoSimError, build_mujoco_spec
 
     robot = params.robot
+    problems = physical_problems(params)
+    if problems:
+        raise ExportError(f"the identified model of {robot.name!r} cannot be a MuJoCo model: "
+                          + "; ".join(problems) + " (export a physically consistent estimate, e.g. the "
+                          "smoother's)")
     kw = {}
     if robot.floating_base:
         kw = {"foot_frames": tuple(robot.contact_frames) or None,
@@ -365,4 +391,4 @@ def track_log(mj_model, joint_names, t, q_ref, v_ref, tau_ff, bandwidth_hz: floa
 
 
 __all__ = ["ExportError", "IdentifiedParameters", "export_mjcf", "export_urdf", "identified_parameters",
-           "is_consistent", "mjcf_spec", "track_log", "urdf_inertials"]
+           "is_consistent", "mjcf_spec", "physical_problems", "track_log", "urdf_inertials"]

@@ -229,13 +229,13 @@ def test_export_bad_input_exit_2_without_output(fit, tmp_path, case):
     elif case == "nothing":
         args = []
         expect = "nothing to export"
-    else:  # MuJoCo rejects a negative mass: the URDF must not be written either
+    else:  # a negative mass cannot be a MuJoCo model: the URDF must not be written either
         spec = load_model(model)
         spec["physical"]["link03.m"] = -1.0
         model = tmp_path / "m"
         model.mkdir()
         (model / "model.json").write_text(json.dumps(spec))
-        expect = "MuJoCo rejects"
+        expect = "body 'link03' (mass -1 kg) is not physically consistent"
     r = invoke("export", model, *args)
     assert r.exit_code == 2, r.output
     assert "error:" in r.output and expect in r.output, r.output
