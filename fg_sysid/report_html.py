@@ -94,17 +94,17 @@ def _friction_law(model_name: str, velocity_scale: float | None):
 # ---------------------------------------------------------------------------------------------- figures
 def fig_efforts(t, tau_meas, tau_model, joint_names, units, title):
     plt = _pyplot()
+    if t is None or tau_model is None:
+        fig, ax = plt.subplots(figsize=(8, 2.4))
+        _message(ax, "no model efforts along a smoothed trajectory for this method")
+        ax.axis("off")
+        fig.suptitle(title, fontsize=10)
+        return fig
     n = len(joint_names)
     ncols = 1 if n <= 3 else 2
     nrows = math.ceil(n / ncols)
     fig = plt.figure(figsize=(6.4 * ncols, 3.1 * nrows + 0.8))
     sub = fig.add_gridspec(nrows, ncols, hspace=0.55, wspace=0.28)
-    if t is None or tau_model is None:
-        ax = fig.add_subplot(sub[:, :])
-        _message(ax, "no model efforts for this method")
-        ax.axis("off")
-        fig.suptitle(title, fontsize=10)
-        return fig
     t = np.asarray(t, float)
     step = max(1, int(math.ceil(t.size / MAX_PLOT_POINTS)))
     s = slice(None, None, step)

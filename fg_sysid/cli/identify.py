@@ -332,6 +332,8 @@ def identify_cmd(log_path, robot_source, out, method, knot_stride, sigma_q, sigm
       summary.json        iterations, final cost, knots, seconds per iteration, converged, method, log...
       model.json          what 'fg-sysid predict' needs (robot, locked joints, layout, theta, estimate).
       report.md           parameter excerpt, convergence.png, training_efforts.png.
+      report.html         self-contained page: efforts and residuals, friction curves, identified vs
+                          prior, identifiability, convergence (docs/report.md).
     """
     _positive("--friction-velocity-scale", friction_velocity_scale, allow_none=False)
     for name, val in (("--sigma-q", sigma_q), ("--sigma-v", sigma_v), ("--sigma-tau", sigma_tau)):
