@@ -279,7 +279,7 @@ def fig_convergence(history, title):
     else:
         _message(ax, "no iterations (closed-form least squares)")
     ax.set_xlabel("iteration [–]")
-    ax.set_ylabel("cost (weighted sum of squares) [–]")
+    ax.set_ylabel("cost (weighted SSQ) [–]")
     ax.set_title(title, fontsize=10)
     ax.grid(True, which="both", alpha=0.3)
     fig.tight_layout()

@@ -258,3 +258,28 @@ def test_cli_export_writes_both(fit, tmp_path):
     assert "armature is not part of URDF" in r.output
     pin.buildModelFromUrdf(str(tmp_path / "a.urdf"))
     assert mujoco.MjModel.from_xml_path(str(tmp_path / "a.xml")).nu == 6
+
+
+def test_floating_base_export_urdf_and_mjcf(tmp_path):
+    """B1 (free flyer): the URDF reloads with the same body inertias, the MJCF has the free joint, the
+    feet and the same body masses and joint dynamics."""
+    robot = load_robot("b1")
+    P = robot.nominal_inertial_parameters()
+    P[0] *= 1.1  # a heavier base body: the remainder goes onto the root link
+    names = robot.parameter_names()
+    values = np.concatenate([P.ravel(), np.tile([0.3, 0.02], robot.n_joints), np.full(robot.n_joints, 0.01)])
+    spec = {"robot": {"source": "b1", "joints": list(robot.joint_names), "locked_joints": {}},
+            "layout": {"friction_model": "coulomb-viscous", "friction_velocity_scale": 0.05},
+            "physical": dict(zip(names, values.tolist(), strict=True))}
+    params = identified_parameters(spec, robot)
+    export_urdf(params, tmp_path / "b1.urdf")
+    back = RobotModel.from_urdf(tmp_path / "b1.urdf", floating_base=True)
+    np.testing.assert_allclose(back.nominal_inertial_parameters(), P, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(back.urdf_friction, 0.3)
+    export_mjcf(params, tmp_path / "b1.xml")
+    m = mujoco.MjModel.from_xml_path(str(tmp_path / "b1.xml"))
+    assert m.jnt_type[0] == mujoco.mjtJoint.mjJNT_FREE and m.nu == robot.n_joints
+    feet = [mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_GEOM, f"{f}_geom") for f in robot.contact_frames]
+    assert min(feet) >= 0
+    np.testing.assert_allclose(m.body_mass[1:], P[:, 0], rtol=1e-12)
+    np.testing.assert_allclose(m.dof_armature[6:], 0.01)
