@@ -239,6 +239,10 @@ def export_urdf(params: IdentifiedParameters, out: str | os.PathLike) -> pd.Data
     if not src.is_file():
         raise ExportError(f"URDF not found: {src}")
     problems = physical_problems(params)
+    negative = [p for p in problems if p.startswith("joint") and "armature" not in p]
+    if negative:  # Pinocchio's URDF parser refuses friction < 0 (min_dry_friction > max_dry_friction)
+        raise ExportError(f"the identified model of {robot.name!r} cannot be a URDF: " + "; ".join(negative)
+                          + " (URDF friction and damping must be >= 0)")
     if problems:
         warnings.warn("export: the URDF is written but simulators may reject it: " + "; ".join(problems),
                       stacklevel=2)

@@ -205,7 +205,8 @@ def test_mujoco_rollout_of_export_tracks_heldout_log(fit, tmp_path):
     assert rms["export"] < 0.5 * rms["nominal"], rms
 
 
-@pytest.mark.parametrize("case", ["no_model", "urdf_missing", "unwritable", "nothing", "inconsistent"])
+@pytest.mark.parametrize("case", ["no_model", "urdf_missing", "unwritable", "nothing", "inconsistent",
+                                  "negative_friction"])
 def test_export_bad_input_exit_2_without_output(fit, tmp_path, case):
     model = fit["model"]
     out_urdf, out_xml = tmp_path / "o" / "r.urdf", tmp_path / "o" / "r.xml"
@@ -229,6 +230,13 @@ def test_export_bad_input_exit_2_without_output(fit, tmp_path, case):
     elif case == "nothing":
         args = []
         expect = "nothing to export"
+    elif case == "negative_friction":  # Pinocchio's URDF parser refuses friction < 0
+        spec = load_model(model)
+        spec["physical"]["joint2.fc"] = -0.25
+        model = tmp_path / "m"
+        model.mkdir()
+        (model / "model.json").write_text(json.dumps(spec))
+        expect = "joint 'joint2' has fc = -0.25 < 0"
     else:  # a negative mass cannot be a MuJoCo model: the URDF must not be written either
         spec = load_model(model)
         spec["physical"]["link03.m"] = -1.0
