@@ -110,7 +110,8 @@ def run(case: str, args, tmp: Path) -> dict:
         "iterations": iters, "seconds": seconds, "seconds_per_iteration": seconds / max(iters, 1),
         "ms_per_knot_iteration": 1e3 * per_knot_iter, "floor_ms_per_knot": 1e3 * floor,
         "ratio_to_floor": per_knot_iter / floor,
-        "total_mass_error_pct": 100 * (fb["total_mass_estimate"] / true_mass - 1) if np.isfinite(true_mass) else None,
+        "total_mass_error_pct": (100 * (fb["total_mass_estimate"] / true_mass - 1)
+                                 if np.isfinite(true_mass) else None),
         "worst_constraint": max(fb["constraint_residual_max"].values()),
     }
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 # Registering a command = importing its module (each module decorates a function with @main.command).
 from . import demo as _demo  # noqa: E402,F401
 from . import excite as _excite  # noqa: E402,F401
+from . import export as _export  # noqa: E402,F401
 from . import identifiability as _identifiability  # noqa: E402,F401
 from . import identify as _identify  # noqa: E402,F401
 from . import predict as _predict  # noqa: E402,F401

@@ -225,6 +225,11 @@ def write_floating_identification(
             "",
         ]
     (out_dir / "report.md").write_text("\n".join(lines))
+    from .. import report_html  # issue 14 hook: self-contained report.html beside report.md
+    report_html.write_report_html(out_dir, robot, table, summary, result=result, trajectory=traj,  # issue 14
+                                  log=log, knot_index=idx, effort_residual=r_id,  # issue 14
+                                  contact_frames=frames,  # issue 14
+                                  velocity_scale=options.get("friction_velocity_scale"))  # issue 14
     del pd
     return summary
 

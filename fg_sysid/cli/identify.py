@@ -215,6 +215,10 @@ def write_identification(out_dir, result, sg_filter, robot, log, log_path, robot
               "![measured vs model efforts](training_efforts.png)", "",
               markdown_table(_per_joint_frame(names, per_joint)), ""]
     (out_dir / "report.md").write_text("\n".join(lines))
+    from .. import report_html  # issue 14 hook: self-contained report.html beside report.md
+    report_html.write_report_html(out_dir, robot, table, summary, result=result, t=traj["t"],  # issue 14
+                                  tau_meas=tau_meas, tau_model=tau_model, trajectory=traj,  # issue 14
+                                  velocity_scale=options.get("friction_velocity_scale"))  # issue 14
     return summary
 
 
@@ -310,6 +314,8 @@ def identify_cmd(log_path, robot_source, out, method, knot_stride, sigma_q, sigm
       summary.json        iterations, final cost, knots, seconds per iteration, converged, method, log...
       model.json          what 'fg-sysid predict' needs (robot, locked joints, layout, theta, estimate).
       report.md           parameter excerpt, convergence.png, training_efforts.png.
+      report.html         self-contained page: efforts and residuals, friction curves, identified vs
+                          prior, identifiability, convergence (docs/report.md).
     """
     _positive("--friction-velocity-scale", friction_velocity_scale, allow_none=False)
     for name, val in (("--sigma-q", sigma_q), ("--sigma-v", sigma_v), ("--sigma-tau", sigma_tau)):

@@ -1,0 +1,293 @@
+"""``fg-sysid export``: URDF (yourdfpy) and MJCF (MjSpec) round trips through Pinocchio and MuJoCo.
+
+Oracles: the exported files, loaded by Pinocchio / MuJoCo, reproduce the identified model's inverse
+dynamics (rigid body + armature + friction) to 1e-6 relative; exporting the URDF's own nominal
+parameters gives back the URDF's own inertials; a MuJoCo rollout of the exported arm tracks a held-out
+log of the same (simulated) robot better than the nominal URDF and as well as the truth allows.
+"""
+
+from __future__ import annotations
+
+import json
+
+import mujoco
+import numpy as np
+import pinocchio as pin
+import pytest
+from click.testing import CliRunner
+
+from fg_sysid.cli import main
+from fg_sysid.datasets.io import write_log
+from fg_sysid.datasets.mujoco_sim import build_mujoco_spec
+from fg_sysid.datasets.simulate import simulate, truth_arrays
+from fg_sysid.export import (
+    ExportError,
+    export_mjcf,
+    export_urdf,
+    identified_parameters,
+    track_log,
+    urdf_inertials,
+)
+from fg_sysid.robots import RobotModel, load_robot
+from fg_sysid.validation import load_model, predict_efforts
+
+ROBOT = "z1"  # a fixed child link (gripperStator) and a locked joint (jointGripper) merged into link06
+REL_TOL = 1e-6
+
+
+def invoke(*args):
+    return CliRunner().invoke(main, [str(a) for a in args])
+
+
+@pytest.fixture(scope="module")
+def fit(tmp_path_factory):
+    """A z1 identified by the smoother on 3 s of simulated data, and a held-out log of the same robot."""
+    d = tmp_path_factory.mktemp("export")
+    robot = load_robot(ROBOT)
+    train = simulate(robot, 3.0, 200.0, 0.005, 0)
+    held = simulate(robot, 3.0, 200.0, 0.005, 1, truth=train.truth)
+    write_log(train.log, d / "train.parquet")
+    r = invoke("identify", d / "train.parquet", "--robot", ROBOT, "--out", d / "fit", "--quiet",
+               "--max-iterations", 15)
+    assert r.exit_code == 0, r.output
+    return {"dir": d, "model": d / "fit", "held": held, "truth": train.truth}
+
+
+def _states(robot, n=25, seed=3):
+    rng = np.random.default_rng(seed)
+    lo, hi = robot.position_limits()
+    q = rng.uniform(np.maximum(lo, -2.5), np.minimum(hi, 2.5), size=(n, robot.n_joints))
+    v = rng.normal(0, 1.5, size=(n, robot.n_joints))
+    a = rng.normal(0, 4.0, size=(n, robot.n_joints))
+    return q, v, a
+
+
+def _rel(x, ref):
+    return float(np.linalg.norm(x - ref) / np.linalg.norm(ref))
+
+
+def _urdf_efforts(urdf, spec, q, v, a):
+    """Efforts of an exported URDF loaded by Pinocchio (same joints locked) + the model's armature and
+    the estimator's friction law with the URDF's <dynamics friction damping>."""
+    exp = RobotModel.from_urdf(urdf, locked_joints=spec["robot"]["locked_joints"])
+    assert list(exp.joint_names) == spec["robot"]["joints"]
+    arm = np.array([spec["physical"][f"{j}.armature"] for j in exp.joint_names])
+    data = exp.model.createData()
+    vs = spec["layout"]["friction_velocity_scale"]
+    out = np.empty_like(q)
+    for k in range(q.shape[0]):
+        out[k] = pin.rnea(exp.model, data, q[k], v[k], a[k])
+    return out + arm * a + exp.urdf_friction * np.tanh(v / vs) + exp.urdf_damping * v, exp
+
+
+def test_urdf_roundtrip_reproduces_identified_inverse_dynamics(fit, tmp_path):
+    spec = load_model(fit["model"])
+    params = identified_parameters(spec)
+    robot = params.robot
+    with pytest.warns(UserWarning, match="link06") if _whole_body(params) else _nullcontext():
+        table = export_urdf(params, tmp_path / "z1.urdf")
+    assert set(table["link"]) >= set(robot.body_names) | {"gripperStator", "gripperMover"}
+    q, v, a = _states(robot)
+    ref = predict_efforts(spec, robot, q, v, a)
+    got, exp = _urdf_efforts(tmp_path / "z1.urdf", spec, q, v, a)
+    assert _rel(got, ref) < REL_TOL
+    np.testing.assert_allclose(exp.nominal_inertial_parameters(), params.inertial, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(exp.urdf_friction, params.fc, rtol=1e-12)
+    np.testing.assert_allclose(exp.urdf_damping, params.fv, rtol=1e-12)
+
+
+def _whole_body(params):
+    import yourdfpy
+
+    u = yourdfpy.URDF.load(str(params.robot.urdf_path), build_scene_graph=False, load_meshes=False,
+                           build_collision_scene_graph=False, load_collision_meshes=False)
+    _, table = urdf_inertials(params, u)
+    return bool((table["role"] == "carrier (whole body)").any())
+
+
+class _nullcontext:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *a):
+        return False
+
+
+def _with_inertial(spec, robot, inertial):
+    spec = json.loads(json.dumps(spec))
+    for b, name in enumerate(robot.body_names):
+        for k, s in enumerate(("m", "mcx", "mcy", "mcz", "ixx", "ixy", "iyy", "ixz", "iyz", "izz")):
+            spec["physical"][f"{name}.{s}"] = float(inertial[b, k])
+    return spec
+
+
+def test_urdf_export_of_nominal_model_gives_back_the_urdf_inertials(fit, tmp_path):
+    """Remainder rule: with the URDF's own parameters every merged link keeps its inertial and the
+    carrier gets exactly its own URDF inertial back."""
+    import yourdfpy
+
+    spec = load_model(fit["model"])
+    robot = identified_parameters(spec).robot
+    spec = _with_inertial(spec, robot, robot.nominal_inertial_parameters())
+    params = identified_parameters(spec, robot)
+    table = export_urdf(params, tmp_path / "nominal.urdf")
+    assert set(table["role"]) == {"carrier", "merged: nominal kept"}
+    src = {lk.name: lk.inertial for lk in yourdfpy.URDF.load(str(robot.urdf_path), load_meshes=False,
+                                                               build_scene_graph=False).robot.links}
+    out = {lk.name: lk.inertial for lk in yourdfpy.URDF.load(str(tmp_path / "nominal.urdf"),
+                                                              load_meshes=False,
+                                                              build_scene_graph=False).robot.links}
+    for name in ("link02", "link06", "gripperStator", "gripperMover"):
+        assert out[name].mass == pytest.approx(src[name].mass, rel=1e-9)
+        np.testing.assert_allclose(out[name].origin[:3, 3], src[name].origin[:3, 3], atol=1e-9)
+        R = src[name].origin[:3, :3]
+        np.testing.assert_allclose(out[name].inertia, R @ src[name].inertia @ R.T, atol=1e-10)
+
+
+def test_urdf_whole_body_fallback_when_remainder_is_not_physical(fit, tmp_path):
+    """A link06 body lighter than the URDF's gripper: everything goes onto link06, merged links are
+    cleared, with a warning naming them; Pinocchio still reproduces the identified dynamics."""
+    spec = load_model(fit["model"])
+    robot = identified_parameters(spec).robot
+    P = robot.nominal_inertial_parameters()
+    P[-1] *= 0.3  # scaling all 10 parameters keeps the body physically consistent
+    spec = _with_inertial(spec, robot, P)
+    params = identified_parameters(spec, robot)
+    with pytest.warns(UserWarning, match=r"gripperStator.*gripperMover"):
+        table = export_urdf(params, tmp_path / "light.urdf")
+    roles = dict(zip(table["link"], table["role"], strict=True))
+    assert roles["link06"] == "carrier (whole body)" and roles["gripperMover"] == "merged: cleared"
+    q, v, a = _states(robot, seed=5)
+    got, _ = _urdf_efforts(tmp_path / "light.urdf", spec, q, v, a)
+    assert _rel(got, predict_efforts(spec, robot, q, v, a)) < REL_TOL
+
+
+def test_mjcf_roundtrip_reproduces_identified_inverse_dynamics(fit, tmp_path):
+    spec = load_model(fit["model"])
+    params = identified_parameters(spec)
+    robot = params.robot
+    export_mjcf(params, tmp_path / "z1.xml")
+    m = mujoco.MjModel.from_xml_path(str(tmp_path / "z1.xml"))
+    jid = [mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, j) for j in robot.joint_names]
+    dadr, qadr = m.jnt_dofadr[jid], m.jnt_qposadr[jid]
+    np.testing.assert_allclose(m.dof_frictionloss[dadr], params.fc, rtol=1e-12)
+    np.testing.assert_allclose(m.dof_damping[dadr], params.fv, rtol=1e-12)
+    np.testing.assert_allclose(m.dof_armature[dadr], params.armature, rtol=1e-12)
+    m.opt.disableflags |= int(mujoco.mjtDisableBit.mjDSBL_CONSTRAINT)  # frictionloss is a constraint
+    d = mujoco.MjData(m)
+    q, v, a = _states(robot, seed=7)
+    got = np.empty_like(q)
+    for k in range(q.shape[0]):
+        d.qpos[qadr], d.qvel[dadr], d.qacc[dadr] = q[k], v[k], a[k]
+        mujoco.mj_inverse(m, d)
+        got[k] = d.qfrc_inverse[dadr]  # M(q) a (armature included) + bias + damping·v
+    vs = spec["layout"]["friction_velocity_scale"]
+    ref = predict_efforts(spec, robot, q, v, a) - params.fc * np.tanh(v / vs)  # Coulomb checked above
+    assert _rel(got, ref) < REL_TOL
+
+
+def test_mujoco_rollout_of_export_tracks_heldout_log(fit, tmp_path):
+    """Held-out log of the same robot, feed-forward logged efforts + weak PD (2 Hz): the exported model
+    tracks far better than the nominal URDF; the truth tracks to the noise level (harness check)."""
+    spec = load_model(fit["model"])
+    params = identified_parameters(spec)
+    robot = params.robot
+    export_mjcf(params, tmp_path / "z1.xml")
+    log = fit["held"].log
+    tr = truth_arrays(fit["truth"], robot)
+    rms = {}
+    for name, m in (("export", mujoco.MjModel.from_xml_path(str(tmp_path / "z1.xml"))),
+                    ("nominal", build_mujoco_spec(robot).compile()),
+                    ("truth", build_mujoco_spec(robot, tr["inertial"], (tr["fc"], tr["fv"]),
+                                                tr["armature"]).compile())):
+        rms[name] = track_log(m, robot.joint_names, log.t, log.q, log.v, log.tau)["rms_overall"]
+    assert rms["truth"] < 0.02, rms  # noise σ = 0.005 rad on the logged q used as reference
+    assert rms["export"] < 0.5 * rms["nominal"], rms
+
+
+@pytest.mark.parametrize("case", ["no_model", "urdf_missing", "unwritable", "nothing", "inconsistent",
+                                  "negative_friction"])
+def test_export_bad_input_exit_2_without_output(fit, tmp_path, case):
+    model = fit["model"]
+    out_urdf, out_xml = tmp_path / "o" / "r.urdf", tmp_path / "o" / "r.xml"
+    args = ["--urdf", out_urdf, "--mjcf", out_xml]
+    if case == "no_model":
+        model = tmp_path / "empty"
+        model.mkdir()
+        expect = "model.json: not found"
+    elif case == "urdf_missing":
+        spec = load_model(model)
+        spec["robot"]["source"] = str(tmp_path / "gone.urdf")
+        model = tmp_path / "m"
+        model.mkdir()
+        (model / "model.json").write_text(json.dumps(spec))
+        expect = "gone.urdf"
+    elif case == "unwritable":
+        (tmp_path / "o").mkdir()
+        (tmp_path / "o" / "file").write_text("x")
+        args = ["--urdf", tmp_path / "o" / "r.urdf", "--mjcf", tmp_path / "o" / "file" / "r.xml"]
+        expect = "cannot write"
+    elif case == "nothing":
+        args = []
+        expect = "nothing to export"
+    elif case == "negative_friction":  # Pinocchio's URDF parser refuses friction < 0
+        spec = load_model(model)
+        spec["physical"]["joint2.fc"] = -0.25
+        model = tmp_path / "m"
+        model.mkdir()
+        (model / "model.json").write_text(json.dumps(spec))
+        expect = "joint 'joint2' has fc = -0.25 < 0"
+    else:  # a negative mass cannot be a MuJoCo model: the URDF must not be written either
+        spec = load_model(model)
+        spec["physical"]["link03.m"] = -1.0
+        model = tmp_path / "m"
+        model.mkdir()
+        (model / "model.json").write_text(json.dumps(spec))
+        expect = "body 'link03' (mass -1 kg) is not physically consistent"
+    r = invoke("export", model, *args)
+    assert r.exit_code == 2, r.output
+    assert "error:" in r.output and expect in r.output, r.output
+    assert "Traceback" not in r.output
+    o = tmp_path / "o"
+    assert not o.exists() or sorted(p.name for p in o.iterdir()) in ([], ["file"])
+
+
+def test_programmatic_robot_has_no_urdf():
+    robot = load_robot("scara")
+    params = identified_parameters({"layout": {"friction_model": "coulomb-viscous"}, "physical": {
+        n: 0.1 for n in robot.parameter_names()}}, robot)
+    with pytest.raises(ExportError, match="no URDF"):
+        export_urdf(params, "/nonexistent/x.urdf")
+
+
+def test_cli_export_writes_both(fit, tmp_path):
+    r = invoke("export", fit["model"], "--urdf", tmp_path / "a.urdf", "--mjcf", tmp_path / "a.xml")
+    assert r.exit_code == 0, r.output
+    assert "armature is not part of URDF" in r.output
+    pin.buildModelFromUrdf(str(tmp_path / "a.urdf"))
+    assert mujoco.MjModel.from_xml_path(str(tmp_path / "a.xml")).nu == 6
+
+
+def test_floating_base_export_urdf_and_mjcf(tmp_path):
+    """B1 (free flyer): the URDF reloads with the same body inertias, the MJCF has the free joint, the
+    feet and the same body masses and joint dynamics."""
+    robot = load_robot("b1")
+    P = robot.nominal_inertial_parameters()
+    P[0] *= 1.1  # a heavier base body: the remainder goes onto the root link
+    names = robot.parameter_names()
+    values = np.concatenate([P.ravel(), np.tile([0.3, 0.02], robot.n_joints), np.full(robot.n_joints, 0.01)])
+    spec = {"robot": {"source": "b1", "joints": list(robot.joint_names), "locked_joints": {}},
+            "layout": {"friction_model": "coulomb-viscous", "friction_velocity_scale": 0.05},
+            "physical": dict(zip(names, values.tolist(), strict=True))}
+    params = identified_parameters(spec, robot)
+    export_urdf(params, tmp_path / "b1.urdf")
+    back = RobotModel.from_urdf(tmp_path / "b1.urdf", floating_base=True)
+    np.testing.assert_allclose(back.nominal_inertial_parameters(), P, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(back.urdf_friction, 0.3)
+    export_mjcf(params, tmp_path / "b1.xml")
+    m = mujoco.MjModel.from_xml_path(str(tmp_path / "b1.xml"))
+    assert m.jnt_type[0] == mujoco.mjtJoint.mjJNT_FREE and m.nu == robot.n_joints
+    feet = [mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_GEOM, f"{f}_geom") for f in robot.contact_frames]
+    assert min(feet) >= 0
+    np.testing.assert_allclose(m.body_mass[1:], P[:, 0], rtol=1e-12)
+    np.testing.assert_allclose(m.dof_armature[6:], 0.01)
