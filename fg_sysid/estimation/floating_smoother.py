@@ -153,6 +153,9 @@ class FloatingBaseSmoother(JointSmoother):
             integration factor (docs/benchmarks.md).
     """
 
+    #: σ_c scale of the first augmented-Lagrangian round: at scale 1 (the stages' penalty level) the
+    #: first rounds reduced the base-wrench violation by ~1 % each on a B1 sway (docs/benchmarks.md).
+    AL_INITIAL_SCALE = 1e-2
     #: Initial constraint stds of the augmented Lagrangian (SI units) and the soft-mode stds.
     SIGMA_CONSTRAINT = {
         "base_wrench": 0.05,
@@ -549,8 +552,8 @@ class FloatingBaseSmoother(JointSmoother):
         al_rounds = 0
         if self.constraints == "hard":
             x, theta, hist, viol, al_rounds = self._lm.augmented_lagrangian(
-                self.problem_, x, theta, self.constraint_rounds, self.constraint_tol, freeze_theta=True
-            )
+                self.problem_, x, theta, self.constraint_rounds, self.constraint_tol, freeze_theta=True,
+                initial_scale=self.AL_INITIAL_SCALE)
             history += hist
         self._finish(log, x, theta, noise, t, history, converged, viol, al_rounds, t_start)
         return self

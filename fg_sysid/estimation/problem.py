@@ -216,7 +216,7 @@ class Problem:
                 for name in ("J", "J1", "Jt"):
                     blocks = getattr(res, name)
                     if blocks is not None:
-                        getattr(out, name).append(blocks[i] * wi)
+                        getattr(out, name).append(None if blocks[i] is None else blocks[i] * wi)
             return out
         if term.touches == "theta":
             w = np.broadcast_to(np.asarray(w, float), np.shape(r))
