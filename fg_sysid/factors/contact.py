@@ -20,6 +20,8 @@ from __future__ import annotations
 import numpy as np
 import pinocchio as pin
 
+from .batched import cross, cross_cols
+
 LWA = pin.LOCAL_WORLD_ALIGNED
 WORLD = pin.WORLD
 
@@ -50,20 +52,6 @@ def contact_position_residual(model, data, frame_id, q, anchor, jacobians=True):
         if jacobians:
             J[k, :, :nv] = pin.getFrameJacobian(model, data, frame_id, LWA)[:3]
     return r, J
-
-
-def _cross(w, x):
-    """w × x for stacks of 3-vectors (..., 3) (explicit formula; ``np.cross`` is slow on small arrays)."""
-    w0, w1, w2 = w[..., 0], w[..., 1], w[..., 2]
-    x0, x1, x2 = x[..., 0], x[..., 1], x[..., 2]
-    return np.stack([w1 * x2 - w2 * x1, w2 * x0 - w0 * x2, w0 * x1 - w1 * x0], axis=-1)
-
-
-def _cross_cols(w, M):
-    """[w]× M for stacks: w (..., 3), M (..., 3, n) -> (..., 3, n) (the column-wise w × M[:, j])."""
-    w0, w1, w2 = w[..., 0, None], w[..., 1, None], w[..., 2, None]
-    M0, M1, M2 = M[..., 0, :], M[..., 1, :], M[..., 2, :]
-    return np.stack([w1 * M2 - w2 * M1, w2 * M0 - w0 * M2, w0 * M1 - w1 * M0], axis=-2)
 
 
 def _gather(model, data, frame_ids, q, v, a, jacobians):
@@ -108,19 +96,19 @@ def _motion_from_raw(raw, offset, nv, want_velocity=True, want_acceleration=True
     """
     p, vel, acc, dacc = raw["p"], raw["vel"], raw["acc"], raw["dacc"]
     vo, om, ao, al = vel[..., :3], vel[..., 3:], acc[..., :3], acc[..., 3:]
-    pd = vo + _cross(om, p)
+    pd = vo + cross(om, p)
     rv = ra = Jv = Ja = None
     if want_velocity:
-        rv = pd + _cross(om, offset) if offset is not None else pd
+        rv = pd + cross(om, offset) if offset is not None else pd
     if want_acceleration:
-        ra = ao + _cross(al, p) + _cross(om, pd)
+        ra = ao + cross(al, p) + cross(om, pd)
         if offset is not None:
-            ra = ra + _cross(al, offset)
+            ra = ra + cross(al, offset)
     if dacc is None:
         return rv, Jv, ra, Ja
     v_dq, a_dq, a_dv, Jw = dacc[..., 0, :, :], dacc[..., 1, :, :], dacc[..., 2, :, :], dacc[..., 3, :, :]
-    Jl = Jw[..., :3, :] - _cross_cols(p, Jw[..., 3:, :])
-    pd_dq = v_dq[..., :3, :] - _cross_cols(p, v_dq[..., 3:, :]) + _cross_cols(om, Jl)
+    Jl = Jw[..., :3, :] - cross_cols(p, Jw[..., 3:, :])
+    pd_dq = v_dq[..., :3, :] - cross_cols(p, v_dq[..., 3:, :]) + cross_cols(om, Jl)
     d = None if offset is None else np.broadcast_to(np.asarray(offset, float), p.shape)
     shape = p.shape[:-1] + (3, 3 * nv)
     if want_velocity:
@@ -128,19 +116,19 @@ def _motion_from_raw(raw, offset, nv, want_velocity=True, want_acceleration=True
         Jv[..., :nv] = pd_dq
         Jv[..., nv:2 * nv] = Jl
         if d is not None:  # d(ω × d) = −[d]× dω (WORLD angular rows)
-            Jv[..., :nv] -= _cross_cols(d, v_dq[..., 3:, :])
-            Jv[..., nv:2 * nv] -= _cross_cols(d, Jw[..., 3:, :])
+            Jv[..., :nv] -= cross_cols(d, v_dq[..., 3:, :])
+            Jv[..., nv:2 * nv] -= cross_cols(d, Jw[..., 3:, :])
     if want_acceleration:
         Ja = np.empty(shape)
-        Ja[..., :nv] = (a_dq[..., :3, :] - _cross_cols(p, a_dq[..., 3:, :]) + _cross_cols(al, Jl)
-                        - _cross_cols(pd, v_dq[..., 3:, :]) + _cross_cols(om, pd_dq))
-        Ja[..., nv:2 * nv] = (a_dv[..., :3, :] - _cross_cols(p, a_dv[..., 3:, :])
-                              - _cross_cols(pd, Jw[..., 3:, :]) + _cross_cols(om, Jl))
+        Ja[..., :nv] = (a_dq[..., :3, :] - cross_cols(p, a_dq[..., 3:, :]) + cross_cols(al, Jl)
+                        - cross_cols(pd, v_dq[..., 3:, :]) + cross_cols(om, pd_dq))
+        Ja[..., nv:2 * nv] = (a_dv[..., :3, :] - cross_cols(p, a_dv[..., 3:, :])
+                              - cross_cols(pd, Jw[..., 3:, :]) + cross_cols(om, Jl))
         Ja[..., 2 * nv:] = Jl
         if d is not None:  # d(α × d) = −[d]× dα (WORLD angular rows)
-            Ja[..., :nv] -= _cross_cols(d, a_dq[..., 3:, :])
-            Ja[..., nv:2 * nv] -= _cross_cols(d, a_dv[..., 3:, :])
-            Ja[..., 2 * nv:] -= _cross_cols(d, Jw[..., 3:, :])
+            Ja[..., :nv] -= cross_cols(d, a_dq[..., 3:, :])
+            Ja[..., nv:2 * nv] -= cross_cols(d, a_dv[..., 3:, :])
+            Ja[..., 2 * nv:] -= cross_cols(d, Jw[..., 3:, :])
     return rv, Jv, ra, Ja
 
 
