@@ -30,6 +30,22 @@ class SingularSystemError(np.linalg.LinAlgError):
     """The normal equations are not positive definite (an unobservable or degenerate problem)."""
 
 
+def _stack_rows(blocks, n, widths):
+    """Row-stack factor blocks [(A_1, A_2, …, r)] (each A (n, m, w_i), r (n, m)) into one array
+    (n, Σm, Σw + 1) holding [A_1 | A_2 | … | r] (one copy; every product then sees all rows at once)."""
+    m = sum(b[-1].shape[1] for b in blocks)
+    cols = np.cumsum((0,) + tuple(widths))
+    S = np.empty((n, m, int(cols[-1]) + 1))
+    i = 0
+    for b in blocks:
+        mi = b[-1].shape[1]
+        for j, A in enumerate(b[:-1]):
+            S[:, i:i + mi, cols[j]:cols[j + 1]] = A
+        S[:, i:i + mi, -1] = b[-1]
+        i += mi
+    return S
+
+
 @dataclass
 class LinearizedGraph:
     """Whitened Jacobian blocks (residual r, Jacobians J; the cost is ½ Σ ‖r‖²)."""
@@ -84,56 +100,64 @@ class LinearizedGraph:
         With ``out`` (N, nx, nx + nθ + 1), D, C and gx are written into its column blocks (views are
         returned), so a caller can reuse one buffer across iterations.
         """
+        # Fewer, larger products (issue 10 item 4): the rows of all blocks of one kind are stacked once per
+        # call, and each kind costs one batched product against [J | r] (Gram block and gradient at once).
         N, nx, nt = self.n_knots, self.nx, self.ntheta
         if out is None:
             out = np.empty((N, nx, nx + nt + 1))
         D, C, gx = out[:, :, :nx], out[:, :, nx:nx + nt], out[:, :, -1]
-        D[:] = 0.0
-        gx[:] = 0.0
-        c_set = False
-        B = np.zeros((max(N - 1, 0), nx, nx))
         Htt = np.zeros((nt, nt))
         gt = np.zeros(nt)
         cached = self.gram_cache.get("knot_pair") if self.gram_cache is not None else None
-        if cached is not None and cached[0].shape == (N, nx, nx):
-            D += cached[0]
-            B += cached[1]
-        for J, r in self.knot:
+        if cached is not None and cached[0].shape != (N, nx, nx):
+            cached = None
+        # knot factors on (x_k, θ): Jxᵀ [Jx | Jθ | r] gives D, C and gx in one product, straight into `out`
+        if self.knot_theta:
+            K = _stack_rows([(Jx, Jt, r) for Jx, Jt, r in self.knot_theta], N, (nx, nt))
+            np.matmul(np.swapaxes(K[:, :, :nx], 1, 2), K, out=out)
+            for _, Jth, r in self.knot_theta:  # θ rows only live in these blocks
+                flat = Jth.reshape(-1, nt)
+                Htt += flat.T @ flat
+                gt += flat.T @ r.reshape(-1)
+        else:
+            out[:] = 0.0
+        # knot factors on x_k alone: Jᵀ [J | r]
+        Gk = gk = None
+        if self.knot:
+            K = _stack_rows(self.knot, N, (nx,))
+            Jt_ = np.swapaxes(K[:, :, :nx], 1, 2)
             if cached is None:
-                D += np.transpose(J, (0, 2, 1)) @ J
-            gx += np.einsum("nmx,nm->nx", J, r)
-        for Jx, Jth, r in self.knot_theta:
-            JxT = np.transpose(Jx, (0, 2, 1))
-            D += JxT @ Jx
-            if c_set:
-                C += JxT @ Jth
+                G = Jt_ @ K
+                Gk, gk = G[:, :, :nx], G[:, :, nx]
             else:
-                np.matmul(JxT, Jth, out=C)
-                c_set = True
-            gx += np.einsum("nmx,nm->nx", Jx, r)
-            flat = Jth.reshape(-1, nt)
-            Htt += flat.T @ flat
-            gt += flat.T @ r.reshape(-1)
-        for J0, J1, r in self.pair:
+                gk = (Jt_ @ K[:, :, nx:])[:, :, 0]
+        # pair factors on (x_k, x_k+1): J0ᵀ [J0 | J1 | r] and J1ᵀ [J1 | r]
+        B = np.zeros((max(N - 1, 0), nx, nx))
+        G0 = G1 = None
+        if self.pair and N > 1:
+            P = _stack_rows(self.pair, N - 1, (nx, nx))
+            J0t, J1t = np.swapaxes(P[:, :, :nx], 1, 2), np.swapaxes(P[:, :, nx:2 * nx], 1, 2)
             if cached is None:
-                J0t = np.transpose(J0, (0, 2, 1))
-                J1t = np.transpose(J1, (0, 2, 1))
-                D[:-1] += J0t @ J0
-                D[1:] += J1t @ J1
-                B += J0t @ J1
-            gx[:-1] += np.einsum("nmx,nm->nx", J0, r)
-            gx[1:] += np.einsum("nmx,nm->nx", J1, r)
-        if self.gram_cache is not None and cached is None:
-            # knot and pair blocks alone (the knot-θ factors are added below into D)
-            Dk = np.zeros((N, nx, nx))
-            for J, _ in self.knot:
-                Dk += np.transpose(J, (0, 2, 1)) @ J
-            for J0, J1, _ in self.pair:
-                Dk[:-1] += np.transpose(J0, (0, 2, 1)) @ J0
-                Dk[1:] += np.transpose(J1, (0, 2, 1)) @ J1
-            self.gram_cache["knot_pair"] = (Dk, B.copy())
-        if not c_set:
-            C[:] = 0.0
+                G0, G1 = J0t @ P, J1t @ P[:, :, nx:]
+            else:
+                G0, G1 = J0t @ P[:, :, 2 * nx:], J1t @ P[:, :, 2 * nx:]
+        if cached is None:
+            Dk = np.zeros((N, nx, nx)) if Gk is None else Gk.copy()
+            if G0 is not None:
+                Dk[:-1] += G0[:, :, :nx]
+                Dk[1:] += G1[:, :, :nx]
+                B[:] = G0[:, :, nx:2 * nx]
+            if self.gram_cache is not None:  # knot and pair Gram blocks alone (knot-θ ones are in D)
+                self.gram_cache["knot_pair"] = (Dk, B.copy())
+        else:
+            Dk = cached[0]
+            B[:] = cached[1]
+        D += Dk
+        if gk is not None:
+            gx += gk
+        if G0 is not None:
+            gx[:-1] += G0[:, :, -1]
+            gx[1:] += G1[:, :, -1]
         for k, J0, J1, Jt, r in self.pair_theta:
             D[k] += J0.T @ J0
             D[k + 1] += J1.T @ J1
