@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.linalg import lapack
+from scipy.linalg import blas, lapack
 
 
 class SingularSystemError(np.linalg.LinAlgError):
@@ -142,17 +142,21 @@ class LinearizedGraph:
             else:
                 G0, G1 = J0t @ P[:, :, 2 * nx:], J1t @ P[:, :, 2 * nx:]
         if cached is None:
-            Dk = np.zeros((N, nx, nx)) if Gk is None else Gk.copy()
+            if Gk is not None:
+                D += Gk
             if G0 is not None:
-                Dk[:-1] += G0[:, :, :nx]
-                Dk[1:] += G1[:, :, :nx]
+                D[:-1] += G0[:, :, :nx]
+                D[1:] += G1[:, :, :nx]
                 B[:] = G0[:, :, nx:2 * nx]
             if self.gram_cache is not None:  # knot and pair Gram blocks alone (knot-θ ones are in D)
+                Dk = np.zeros((N, nx, nx)) if Gk is None else Gk.copy()
+                if G0 is not None:
+                    Dk[:-1] += G0[:, :, :nx]
+                    Dk[1:] += G1[:, :, :nx]
                 self.gram_cache["knot_pair"] = (Dk, B.copy())
         else:
-            Dk = cached[0]
+            D += cached[0]
             B[:] = cached[1]
-        D += Dk
         if gk is not None:
             gx += gk
         if G0 is not None:
@@ -207,15 +211,15 @@ class StructuredSolver:
 
     def _workspace(self, N, nx, nt):
         if self._shape != (N, nx, nt):
-            self._A = np.empty((N, nx, nx + nt + 1))  # [D_k | C_k | g_k], updated in place
-            self._W = np.empty((N, nx, nx + nt + 1))  # L_k^{-1} [B_k | C̃_k | g̃_k]
-            self._Linv = np.empty((N, nx, nx))
+            # [D_k | C_k | g_k], updated in place, then overwritten by W_k = L_k^{-1} [B_k | C̃_k | g̃_k]
+            self._A = np.empty((N, nx, nx + nt + 1))
+            self._L = np.empty((N, nx, nx))  # Cholesky factors L_k (lower)
             self._shape = (N, nx, nt)
-        return self._A, self._W, self._Linv
+        return self._A, self._L
 
     def solve(self, graph: LinearizedGraph, lam: float = 0.0) -> Step:
         N, nx, nt = graph.n_knots, graph.nx, graph.ntheta
-        A, W, Linv = self._workspace(N, nx, nt)
+        A, Lfac = self._workspace(N, nx, nt)
         D, B, C, Htt, gx, gt = graph.normal_equations(out=A)
         H_diag_x = np.diagonal(D, axis1=1, axis2=2).copy()
         gx0 = gx.copy()
@@ -224,8 +228,11 @@ class StructuredSolver:
         if lam > 0:
             _damp(D, lam, floor)
             _damp(Htt, lam, floor)
-        potrf, trtri = lapack.dpotrf, lapack.dtrtri
-        zeros_B = np.zeros((nx, nx))
+        # Block Cholesky in time order. Per knot: L_k = chol(D̃_k); W_k = L_k⁻¹ [B_k | C̃_k | g̃_k] by an
+        # in-place triangular solve (BLAS trsm on the row-major blocks seen as column-major transposes, so
+        # no copies), U_k = L_k⁻¹ B_k kept in B; then [D̃ | C̃ | g̃]_{k+1} −= U_kᵀ W_k (one in-place gemm).
+        # A is overwritten by W (its first nx columns by U_k).
+        potrf, trsm, gemm = lapack.dpotrf, blas.dtrsm, blas.dgemm
         for k in range(N):
             Lk, info = potrf(A[k, :, :nx], lower=1, clean=1)
             if info != 0:
@@ -233,15 +240,15 @@ class StructuredSolver:
                     f"state block of knot {k} is not positive definite (LAPACK potrf info={info}); "
                     "the states are not observable from the factors at this knot"
                 )
-            Li, info = trtri(Lk, lower=1)
-            Linv[k] = Li
-            Wk = W[k]
-            np.matmul(Li, A[k], out=Wk)
+            Lfac[k] = Lk
+            trsm(1.0, Lk, A[k].T, side=1, lower=1, trans_a=1, overwrite_b=1)  # A_k ← L_k⁻¹ A_k
             if k < N - 1:
-                np.matmul(Li, B[k], out=Wk[:, :nx])
-                A[k + 1] -= Wk[:, :nx].T @ Wk
+                trsm(1.0, Lk, B[k].T, side=1, lower=1, trans_a=1, overwrite_b=1)  # B_k ← U_k
+                A[k, :, :nx] = B[k]
+                gemm(-1.0, A[k].T, B[k].T, beta=1.0, c=A[k + 1].T, trans_b=1, overwrite_c=1)
             else:
-                Wk[:, :nx] = zeros_B
+                A[k, :, :nx] = 0.0
+        W = A
         # θ border: S = Htt − Σ Z_kᵀ Z_k, s = gt − Σ Z_kᵀ z_k, accumulated in blocks of knots
         S, s = Htt.copy(), gt.copy()
         for c0 in range(0, N, self.CHUNK):
@@ -257,13 +264,14 @@ class StructuredSolver:
                 "give every parameter a prior (prior std too large?)"
             ) from None
         dtheta = -np.linalg.solve(Ls_t.T, np.linalg.solve(Ls_t, s))
-        # back substitution: δx_k = −L_k^{-T} (z_k + U_k δx_{k+1} + Z_k δθ)
+        # back substitution: δx_k = −L_k^{-T} (z_k + U_k δx_{k+1} + Z_k δθ)  (BLAS trsv with L_kᵀ)
         c = W[:, :, -1] + W[:, :, nx:nx + nt] @ dtheta
         dx = np.empty((N, nx))
         nxt = np.zeros(nx)
+        trsv = blas.dtrsv
         for k in range(N - 1, -1, -1):
             rhs = c[k] + W[k, :, :nx] @ nxt
-            nxt = -(rhs @ Linv[k])  # −L_k^{-T} rhs
+            nxt = -trsv(Lfac[k].T, rhs, lower=0)  # Lfac[k].T: F-ordered view of L_kᵀ (upper)
             dx[k] = nxt
         # predicted decrease of ½‖r‖² for the damped step: −gᵀδ − ½ δᵀHδ = −½ gᵀδ + ½ λ δᵀ diag δ
         g_dot = float(np.sum(gx0 * dx) + gt @ dtheta)
