@@ -9,7 +9,8 @@ time in):
 * ``accelerometer_residual`` and ``gyro_residual`` (IMU frame) — same floor;
 * ``world_forces`` (one foot) — floor: one ``computeJointJacobians`` + ``updateFramePlacement`` per knot;
 * ``LinearizedGraph.normal_equations`` and ``StructuredSolver.solve`` on the smoother's first linearized
-  graph (captured from a real ``fit``) — reference: the flop count of the solve's block recursion.
+  graph (captured from a real ``fit``) — floor: the flops of their dense block products at the BLAS rate
+  measured in the same run (per-knot products of the same size).
 
 The log: ``--log`` a pickled `Log` (e.g. /tmp/prof/b1_sway.pkl of the profile); without it an 8 s, 500 Hz
 MuJoCo B1 sway is simulated (``simulate_stance(..., noise=0.01, seed=0, motion="sway", randomize=True)``).
@@ -136,19 +137,29 @@ def main(argv=None):
         print(f"graph: {Ng} knots, nx={nx}, ntheta={nt}, {len(graph.knot)} knot blocks ({m_knot} rows), "
               f"{len(graph.knot_theta)} knot-theta blocks ({m_kt} rows), {len(graph.pair)} pair blocks",
               flush=True)
+        m_pair = sum(r.shape[1] for *_, r in graph.pair)
+        # BLAS rate on this machine now: per-knot products of the normal equations' size
+        X, Y = np.ones((nx, m_knot)), np.ones((m_knot, nx + 1))
+        t_g = best(lambda: [X @ Y for _ in range(Ng)], args.repeat)
+        rate = Ng * 2.0 * nx * m_knot * (nx + 1) / t_g
         t = best(graph.normal_equations, args.repeat)
-        # flop reference: D, C, gx from all knot rows (Jᵀ[J|Jθ|r]) as one dense product per knot
-        flops = 2.0 * Ng * nx * (m_knot * (nx + 1) + m_kt * (nx + nt + 1))
+        # flops of the dense products: knot Jᵀ[J|r], knot-θ Jxᵀ[Jx|Jθ|r] and JθᵀJθ (symmetric),
+        # pair J0ᵀ[J0|J1|r] and J1ᵀ[J1|r]
+        flops = Ng * (2.0 * nx * m_knot * (nx + 1) + 2.0 * nx * m_kt * (nx + nt + 1) + m_kt * nt * nt
+                      + 2.0 * nx * m_pair * (2 * nx + 1) + 2.0 * nx * m_pair * (nx + 1))
         rows_out.append(dict(kernel="normal_equations", knots=Ng, s_per_call=t, us_per_knot=1e6 * t / Ng,
-                             floor_s=np.nan, x_floor=np.nan, gflop=flops / 1e9))
+                             floor_s=flops / rate, x_floor=t * rate / flops, gflop=flops / 1e9))
         solver = StructuredSolver()
-        solver.solve(graph, 1e-3)  # workspace allocation
-        t = best(lambda: solver.solve(graph, 1e-3), args.repeat)
-        # recursion flops per knot: L⁻¹[B|C|g] (triangular solve) + U_kᵀ W_k (product)
-        flops = Ng * (nx * nx * (nx + nt + 1) + 2.0 * nx * nx * (nx + nt + 1))
+        solver.solve(graph, lam_lm)  # workspace allocation
+        t = best(lambda: solver.solve(graph, lam_lm), args.repeat)
+        # plus the recursion: L⁻¹[D|C|g] and L⁻¹B (trsm), U_kᵀW_k (gemm), θ border Σ Z_kᵀZ_k (symmetric)
+        w = nx + nt + 1
+        flops += Ng * (nx * nx * w + nx ** 3 + 2.0 * nx * nx * w + nx * nt * nt)
         rows_out.append(dict(kernel="StructuredSolver.solve (incl. normal_equations)", knots=Ng,
-                             s_per_call=t, us_per_knot=1e6 * t / Ng, floor_s=np.nan, x_floor=np.nan,
-                             gflop=flops / 1e9))
+                             s_per_call=t, us_per_knot=1e6 * t / Ng, floor_s=flops / rate,
+                             x_floor=t * rate / flops, gflop=flops / 1e9))
+    print(f"BLAS rate (per-knot {nx}x{m_knot}x{nx + 1} products, 1 thread): {rate / 1e9:.1f} GFLOP/s; "
+          "floor of the BLAS-bound kernels = their dense-product flops at that rate")
     df = pd.DataFrame(rows_out)
     with pd.option_context("display.width", 160, "display.float_format", "{:.4g}".format):
         print(df.to_string(index=False))

@@ -151,6 +151,19 @@ def test_contact_motion_matches_per_knot_reference(states, offset):
     assert np.abs(Ja).max() > 1.0 and np.abs(rv).max() > 0.1  # a nontrivial comparison
 
 
+def test_contact_motion_chunks_are_seamless(states, monkeypatch):
+    """Chunked algebra (several knots per chunk, a ragged last chunk) equals the one-chunk result."""
+    import fg_sysid.factors.contact as contact
+
+    model, data, fids, _, q, v, a, _ = states
+    whole = contact_motion_residuals(model, data, fids, q, v, a, True, np.array([0.0, 0.0, -0.02]))
+    for pairs in (2 * len(fids), 4 * len(fids) + 1):  # 2 knots per chunk (3 chunks); 4 + a ragged 2
+        monkeypatch.setattr(contact, "CHUNK_PAIRS", pairs)
+        parts = contact_motion_residuals(model, data, fids, q, v, a, True, np.array([0.0, 0.0, -0.02]))
+        for x, y in zip(parts, whole, strict=True):
+            close(x, y)
+
+
 def test_imu_matches_per_knot_reference(states):
     model, data, _, imu, q, v, a, rng = states
     meas = rng.standard_normal((N, 3))

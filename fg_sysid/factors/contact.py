@@ -24,6 +24,7 @@ from .batched import cross, cross_cols
 
 LWA = pin.LOCAL_WORLD_ALIGNED
 WORLD = pin.WORLD
+CHUNK_PAIRS = 256  # (knot, frame) pairs per chunk of the batched algebra
 
 
 def _as_2d(x):
@@ -107,28 +108,47 @@ def _motion_from_raw(raw, offset, nv, want_velocity=True, want_acceleration=True
     if dacc is None:
         return rv, Jv, ra, Ja
     v_dq, a_dq, a_dv, Jw = dacc[..., 0, :, :], dacc[..., 1, :, :], dacc[..., 2, :, :], dacc[..., 3, :, :]
-    Jl = Jw[..., :3, :] - cross_cols(p, Jw[..., 3:, :])
-    pd_dq = v_dq[..., :3, :] - cross_cols(p, v_dq[..., 3:, :]) + cross_cols(om, Jl)
+    dw_q, Jw_ang = v_dq[..., 3:, :], Jw[..., 3:, :]  # ∂ω/∂δq, ∂ω/∂δv
+    Jl = Jw[..., :3, :] - cross_cols(p, Jw_ang)
+    om_Jl = cross_cols(om, Jl)
+    pd_dq = v_dq[..., :3, :] - cross_cols(p, dw_q) + om_Jl
     d = None if offset is None else np.broadcast_to(np.asarray(offset, float), p.shape)
+    d_Jw = None if d is None else cross_cols(d, Jw_ang)  # −[d]× ∂ω/∂δv = −[d]× ∂α/∂δa
+    pdd = p if d is None else p + d  # [p]× ∂α and the offset's [d]× ∂α (WORLD angular rows) at once
     shape = p.shape[:-1] + (3, 3 * nv)
     if want_velocity:
         Jv = np.zeros(shape)
         Jv[..., :nv] = pd_dq
         Jv[..., nv:2 * nv] = Jl
-        if d is not None:  # d(ω × d) = −[d]× dω (WORLD angular rows)
-            Jv[..., :nv] -= cross_cols(d, v_dq[..., 3:, :])
-            Jv[..., nv:2 * nv] -= cross_cols(d, Jw[..., 3:, :])
+        if d is not None:  # d(ω × d) = −[d]× dω
+            Jv[..., :nv] -= cross_cols(d, dw_q)
+            Jv[..., nv:2 * nv] -= d_Jw
     if want_acceleration:
         Ja = np.empty(shape)
-        Ja[..., :nv] = (a_dq[..., :3, :] - cross_cols(p, a_dq[..., 3:, :]) + cross_cols(al, Jl)
-                        - cross_cols(pd, v_dq[..., 3:, :]) + cross_cols(om, pd_dq))
-        Ja[..., nv:2 * nv] = (a_dv[..., :3, :] - cross_cols(p, a_dv[..., 3:, :])
-                              - cross_cols(pd, Jw[..., 3:, :]) + cross_cols(om, Jl))
-        Ja[..., 2 * nv:] = Jl
-        if d is not None:  # d(α × d) = −[d]× dα (WORLD angular rows)
-            Ja[..., :nv] -= cross_cols(d, a_dq[..., 3:, :])
-            Ja[..., nv:2 * nv] -= cross_cols(d, a_dv[..., 3:, :])
-            Ja[..., 2 * nv:] -= cross_cols(d, Jw[..., 3:, :])
+        Ja[..., :nv] = (a_dq[..., :3, :] - cross_cols(pdd, a_dq[..., 3:, :]) + cross_cols(al, Jl)
+                        - cross_cols(pd, dw_q) + cross_cols(om, pd_dq))
+        Ja[..., nv:2 * nv] = (a_dv[..., :3, :] - cross_cols(pdd, a_dv[..., 3:, :])
+                              - cross_cols(pd, Jw_ang) + om_Jl)
+        Ja[..., 2 * nv:] = Jl if d is None else Jl - d_Jw
+    return rv, Jv, ra, Ja
+
+
+def _motion(raw, offset, nv, want_velocity=True, want_acceleration=True):
+    """`_motion_from_raw` over chunks of knots (the temporaries stay small and in cache; one call over
+    all knots at once is page-fault bound), assembled into (N, F, 3) / (N, F, 3, 3nv) arrays."""
+    n, nf = raw["p"].shape[:2]
+    jac = raw["dacc"] is not None
+    rv = np.empty((n, nf, 3)) if want_velocity else None
+    ra = np.empty((n, nf, 3)) if want_acceleration else None
+    Jv = np.empty((n, nf, 3, 3 * nv)) if want_velocity and jac else None
+    Ja = np.empty((n, nf, 3, 3 * nv)) if want_acceleration and jac else None
+    step = max(1, CHUNK_PAIRS // max(nf, 1))
+    for s in range(0, n, step):
+        sub = {key: None if x is None else x[s:s + step] for key, x in raw.items()}
+        for dst, src in zip((rv, Jv, ra, Ja), _motion_from_raw(sub, offset, nv, want_velocity,
+                                                                want_acceleration), strict=True):
+            if dst is not None:
+                dst[s:s + step] = src
     return rv, Jv, ra, Ja
 
 
@@ -146,7 +166,7 @@ def contact_velocity_residual(model, data, frame_id, q, v, jacobians=True, offse
     """
     q, v = _as_2d(q), _as_2d(v)
     raw = _gather(model, data, [frame_id], q, v, np.zeros_like(v), jacobians)
-    rv, Jv, _, _ = _motion_from_raw(raw, offset, model.nv, want_acceleration=False)
+    rv, Jv, _, _ = _motion(raw, offset, model.nv, want_acceleration=False)
     return rv[:, 0], None if Jv is None else Jv[:, 0]
 
 
@@ -163,7 +183,7 @@ def contact_acceleration_residual(model, data, frame_id, q, v, a, jacobians=True
     """
     q, v, a = _as_2d(q), _as_2d(v), _as_2d(a)
     raw = _gather(model, data, [frame_id], q, v, a, jacobians)
-    _, _, ra, Ja = _motion_from_raw(raw, offset, model.nv, want_velocity=False)
+    _, _, ra, Ja = _motion(raw, offset, model.nv, want_velocity=False)
     return ra[:, 0], None if Ja is None else Ja[:, 0]
 
 
@@ -173,9 +193,9 @@ def contact_motion_residuals(model, data, frame_ids, q, v, a, jacobians=True, of
     Returns ``(rv, Jv, ra, Ja)`` with rv, ra (N, F, 3) and Jv, Ja (N, F, 3, 3nv) (None without
     ``jacobians``): for each frame the same values as `contact_velocity_residual` and
     `contact_acceleration_residual` (velocity derivatives do not depend on a). The Python loop over knots
-    only calls Pinocchio (`_gather`); the cross products and skew algebra are batched over all (knot,
-    frame) pairs with numpy (`_motion_from_raw`).
+    only calls Pinocchio (`_gather`); the cross products and skew algebra are batched over (knot, frame)
+    pairs with numpy (`_motion_from_raw`, in chunks of `CHUNK_PAIRS`).
     """
     q, v, a = _as_2d(q), _as_2d(v), _as_2d(a)
     raw = _gather(model, data, list(frame_ids), q, v, a, jacobians)
-    return _motion_from_raw(raw, offset, model.nv)
+    return _motion(raw, offset, model.nv)
