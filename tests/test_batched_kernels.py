@@ -237,8 +237,10 @@ def ref_normal_equations(g):
     return D, B, C, Htt, gx, gt
 
 
+@pytest.mark.parametrize("chunk", [64, 4])  # one chunk; chunks of 4 knots (N = 9: 4 + 4 + 1)
 @pytest.mark.parametrize("use_cache", [False, True])
-def test_normal_equations_match_per_block_reference(use_cache):
+def test_normal_equations_match_per_block_reference(use_cache, chunk, monkeypatch):
+    monkeypatch.setattr(LinearizedGraph, "CHUNK", chunk)
     rng = np.random.default_rng(3)
     cache = {} if use_cache else None
     g = random_graph(rng, cache=cache)

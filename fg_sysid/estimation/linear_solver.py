@@ -30,18 +30,23 @@ class SingularSystemError(np.linalg.LinAlgError):
     """The normal equations are not positive definite (an unobservable or degenerate problem)."""
 
 
-def _stack_rows(blocks, n, widths):
-    """Row-stack factor blocks [(A_1, A_2, …, r)] (each A (n, m, w_i), r (n, m)) into one array
-    (n, Σm, Σw + 1) holding [A_1 | A_2 | … | r] (one copy; every product then sees all rows at once)."""
+def _stack_rows(blocks, rows, widths, bufs, key):
+    """Row-stack factor blocks [(A_1, A_2, …, r)] (each A (n, m, w_i), r (n, m)) at the knots ``rows``
+    (a slice) into one array (len, Σm, Σw + 1) holding [A_1 | A_2 | … | r]; the memory comes from
+    ``bufs[key]`` (grown as needed, reused across chunks)."""
     m = sum(b[-1].shape[1] for b in blocks)
     cols = np.cumsum((0,) + tuple(widths))
-    S = np.empty((n, m, int(cols[-1]) + 1))
+    n = rows.stop - rows.start
+    size = n * m * (int(cols[-1]) + 1)
+    if bufs.get(key) is None or bufs[key].size < size:
+        bufs[key] = np.empty(size)
+    S = bufs[key][:size].reshape(n, m, int(cols[-1]) + 1)
     i = 0
     for b in blocks:
         mi = b[-1].shape[1]
         for j, A in enumerate(b[:-1]):
-            S[:, i:i + mi, cols[j]:cols[j + 1]] = A
-        S[:, i:i + mi, -1] = b[-1]
+            S[:, i:i + mi, cols[j]:cols[j + 1]] = A[rows]
+        S[:, i:i + mi, -1] = b[-1][rows]
         i += mi
     return S
 
@@ -64,6 +69,8 @@ class LinearizedGraph:
     gram_cache: dict | None = None
     prior_w: np.ndarray | None = None  # whitened prior Jacobian: (nθ,) diagonal or (m, nθ) matrix
     prior_r: np.ndarray | None = None  # (nθ,) or (m,)
+
+    CHUNK = 64  # knots per chunk of `normal_equations` (class constant, not a field)
 
     def prior_jacobian(self) -> np.ndarray:
         w = np.asarray(self.prior_w, float)
@@ -100,68 +107,74 @@ class LinearizedGraph:
         With ``out`` (N, nx, nx + nθ + 1), D, C and gx are written into its column blocks (views are
         returned), so a caller can reuse one buffer across iterations.
         """
-        # Fewer, larger products (issue 10 item 4): the rows of all blocks of one kind are stacked once per
-        # call, and each kind costs one batched product against [J | r] (Gram block and gradient at once).
+        # Fewer, larger products (issue 10 item 4): per chunk of knots, the rows of all blocks of one kind
+        # are stacked once ([J_1 | … | r], `_stack_rows`) and each kind costs one batched product against
+        # [J | r] (Gram blocks and gradient at once). Chunks keep the stacked rows in cache and reuse
+        # their buffers.
         N, nx, nt = self.n_knots, self.nx, self.ntheta
         if out is None:
             out = np.empty((N, nx, nx + nt + 1))
         D, C, gx = out[:, :, :nx], out[:, :, nx:nx + nt], out[:, :, -1]
         Htt = np.zeros((nt, nt))
         gt = np.zeros(nt)
+        B = np.zeros((max(N - 1, 0), nx, nx))
         cached = self.gram_cache.get("knot_pair") if self.gram_cache is not None else None
         if cached is not None and cached[0].shape != (N, nx, nx):
             cached = None
-        # knot factors on (x_k, θ): Jxᵀ [Jx | Jθ | r] gives D, C and gx in one product, straight into `out`
-        if self.knot_theta:
-            K = _stack_rows([(Jx, Jt, r) for Jx, Jt, r in self.knot_theta], N, (nx, nt))
-            np.matmul(np.swapaxes(K[:, :, :nx], 1, 2), K, out=out)
-            for _, Jth, r in self.knot_theta:  # θ rows only live in these blocks
-                flat = Jth.reshape(-1, nt)
-                Htt += flat.T @ flat
-                gt += flat.T @ r.reshape(-1)
-        else:
-            out[:] = 0.0
-        # knot factors on x_k alone: Jᵀ [J | r]
-        Gk = gk = None
-        if self.knot:
-            K = _stack_rows(self.knot, N, (nx,))
-            Jt_ = np.swapaxes(K[:, :, :nx], 1, 2)
-            if cached is None:
-                G = Jt_ @ K
-                Gk, gk = G[:, :, :nx], G[:, :, nx]
+        fill = self.gram_cache is not None and cached is None
+        Dk = np.zeros((N, nx, nx)) if fill else None  # knot and pair Gram blocks alone, for the cache
+        pairs = self.pair if N > 1 else []
+        step = self.CHUNK
+        bufs = {}
+        # knot factors on (x_k, θ): Jxᵀ [Jx | Jθ | r] gives D, C and gx at once, straight into `out`
+        for s in range(0, N, step):
+            ks = slice(s, min(s + step, N))
+            if self.knot_theta:
+                K = _stack_rows(self.knot_theta, ks, (nx, nt), bufs, "kt")
+                np.matmul(np.swapaxes(K[:, :, :nx], 1, 2), K, out=out[ks])
             else:
-                gk = (Jt_ @ K[:, :, nx:])[:, :, 0]
-        # pair factors on (x_k, x_k+1): J0ᵀ [J0 | J1 | r] and J1ᵀ [J1 | r]
-        B = np.zeros((max(N - 1, 0), nx, nx))
-        G0 = G1 = None
-        if self.pair and N > 1:
-            P = _stack_rows(self.pair, N - 1, (nx, nx))
-            J0t, J1t = np.swapaxes(P[:, :, :nx], 1, 2), np.swapaxes(P[:, :, nx:2 * nx], 1, 2)
-            if cached is None:
-                G0, G1 = J0t @ P, J1t @ P[:, :, nx:]
-            else:
-                G0, G1 = J0t @ P[:, :, 2 * nx:], J1t @ P[:, :, 2 * nx:]
-        if cached is None:
-            if Gk is not None:
-                D += Gk
-            if G0 is not None:
-                D[:-1] += G0[:, :, :nx]
-                D[1:] += G1[:, :, :nx]
-                B[:] = G0[:, :, nx:2 * nx]
-            if self.gram_cache is not None:  # knot and pair Gram blocks alone (knot-θ ones are in D)
-                Dk = np.zeros((N, nx, nx)) if Gk is None else Gk.copy()
-                if G0 is not None:
-                    Dk[:-1] += G0[:, :, :nx]
-                    Dk[1:] += G1[:, :, :nx]
-                self.gram_cache["knot_pair"] = (Dk, B.copy())
-        else:
+                out[ks] = 0.0
+        for s in range(0, N, step):  # then add (a pair reaches into the next chunk's first knot)
+            ks = slice(s, min(s + step, N))
+            # knot factors on x_k alone: Jᵀ [J | r]
+            if self.knot:
+                K = _stack_rows(self.knot, ks, (nx,), bufs, "k")
+                Jt_ = np.swapaxes(K[:, :, :nx], 1, 2)
+                if cached is None:
+                    G = Jt_ @ K
+                    D[ks] += G[:, :, :nx]
+                    if fill:
+                        Dk[ks] += G[:, :, :nx]
+                    gx[ks] += G[:, :, nx]
+                else:
+                    gx[ks] += (Jt_ @ K[:, :, nx:])[:, :, 0]
+            # pair factors on (x_k, x_k+1): J0ᵀ [J0 | J1 | r] and J1ᵀ [J1 | r]
+            if pairs and s < N - 1:
+                ps = slice(s, min(s + step, N - 1))
+                ps1 = slice(s + 1, ps.stop + 1)
+                P = _stack_rows(pairs, ps, (nx, nx), bufs, "p")
+                J0t, J1t = np.swapaxes(P[:, :, :nx], 1, 2), np.swapaxes(P[:, :, nx:2 * nx], 1, 2)
+                if cached is None:
+                    G0, G1 = J0t @ P, J1t @ P[:, :, nx:]
+                    D[ps] += G0[:, :, :nx]
+                    D[ps1] += G1[:, :, :nx]
+                    B[ps] = G0[:, :, nx:2 * nx]
+                    if fill:
+                        Dk[ps] += G0[:, :, :nx]
+                        Dk[ps1] += G1[:, :, :nx]
+                else:
+                    G0, G1 = J0t @ P[:, :, 2 * nx:], J1t @ P[:, :, 2 * nx:]
+                gx[ps] += G0[:, :, -1]
+                gx[ps1] += G1[:, :, -1]
+        for _, Jth, r in self.knot_theta:  # θ rows only live in these blocks: one large symmetric product
+            flat = Jth.reshape(-1, nt)
+            Htt += flat.T @ flat
+            gt += flat.T @ r.reshape(-1)
+        if fill:
+            self.gram_cache["knot_pair"] = (Dk, B.copy())
+        elif cached is not None:
             D += cached[0]
             B[:] = cached[1]
-        if gk is not None:
-            gx += gk
-        if G0 is not None:
-            gx[:-1] += G0[:, :, -1]
-            gx[1:] += G1[:, :, -1]
         for k, J0, J1, Jt, r in self.pair_theta:
             D[k] += J0.T @ J0
             D[k + 1] += J1.T @ J1
