@@ -16,7 +16,11 @@ The log: ``--log`` a pickled `Log` (e.g. /tmp/prof/b1_sway.pkl of the profile); 
 MuJoCo B1 sway is simulated (``simulate_stance(..., noise=0.01, seed=0, motion="sway", randomize=True)``).
 One BLAS thread, as the smoother uses. Best of ``--repeat`` runs.
 
+``--iteration`` adds one whole LM iteration of the smoother on the same knots (linearization with Jacobians +
+solve + trial cost, as ``bench_floating.py --scaling`` times it).
+
 Usage: python benchmarks/bench_kernels.py [--log /tmp/prof/b1_sway.pkl] [--stride 5] [--repeat 3]
+       [--iteration]
 """
 
 from __future__ import annotations
@@ -72,11 +76,31 @@ def first_graph(robot, log, stride):
     raise RuntimeError("the smoother finished without calling StructuredSolver.solve")
 
 
+def iteration_seconds(robot, log, stride, repeat):
+    """Seconds of one LM iteration as `bench_floating.py --scaling` times it (linearization with
+    Jacobians + O(N) solve + one trial cost), at the state after one iteration of a soft-constraint fit."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        sm = FloatingBaseSmoother(robot, knot_stride=stride, max_iterations=1, reweight_rounds=0,
+                                  constraints="soft", determined_std_ratio=None, init="prior").fit(log)
+    st = sm.state_
+    x, th = (st["q"], st["v"], st["a"], st["lam"]), sm.result_.theta
+
+    def one():
+        g = sm._linearize(x, th, sm.noise_)
+        step = sm._solver.solve(g, 1e-4)
+        sm._linearize(sm._retract(x, step.dx), th + step.dtheta, sm.noise_, jacobians=False).cost()
+
+    return best(one, repeat)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--log", default=None, help="pickled Log (default: simulate an 8 s B1 sway)")
     ap.add_argument("--stride", type=int, default=5, help="knot stride (samples per knot)")
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--iteration", action="store_true",
+                    help="also time one whole LM iteration of the smoother (as bench_floating --scaling)")
     args = ap.parse_args(argv)
     robot = load_robot("b1")
     if args.log:
@@ -158,6 +182,11 @@ def main(argv=None):
         rows_out.append(dict(kernel="StructuredSolver.solve (incl. normal_equations)", knots=Ng,
                              s_per_call=t, us_per_knot=1e6 * t / Ng, floor_s=flops / rate,
                              x_floor=t * rate / flops, gflop=flops / 1e9))
+        if args.iteration:
+            print("one LM iteration of the smoother on these knots ...", flush=True)
+            t = iteration_seconds(robot, log, args.stride, args.repeat)
+            rows_out.append(dict(kernel="LM iteration (linearize + solve + trial cost)", knots=Ng,
+                                 s_per_call=t, us_per_knot=1e6 * t / Ng, floor_s=np.nan, x_floor=np.nan))
     print(f"BLAS rate (per-knot {nx}x{m_knot}x{nx + 1} products, 1 thread): {rate / 1e9:.1f} GFLOP/s; "
           "floor of the BLAS-bound kernels = their dense-product flops at that rate")
     df = pd.DataFrame(rows_out)
