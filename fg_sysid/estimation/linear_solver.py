@@ -245,6 +245,8 @@ class StructuredSolver:
         # in-place triangular solve (BLAS trsm on the row-major blocks seen as column-major transposes, so
         # no copies), U_k = L_k⁻¹ B_k kept in B; then [D̃ | C̃ | g̃]_{k+1} −= U_kᵀ W_k (one in-place gemm).
         # A is overwritten by W (its first nx columns by U_k).
+        # (the in-place calls need C-contiguous float64 blocks: A is the workspace; B is made so)
+        B = np.ascontiguousarray(B, dtype=float)
         potrf, trsm, gemm = lapack.dpotrf, blas.dtrsm, blas.dgemm
         for k in range(N):
             Lk, info = potrf(A[k, :, :nx], lower=1, clean=1)
