@@ -23,11 +23,32 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.linalg import lapack
+from scipy.linalg import blas, lapack
 
 
 class SingularSystemError(np.linalg.LinAlgError):
     """The normal equations are not positive definite (an unobservable or degenerate problem)."""
+
+
+def _stack_rows(blocks, rows, widths, bufs, key):
+    """Row-stack factor blocks [(A_1, A_2, …, r)] (each A (n, m, w_i), r (n, m)) at the knots ``rows``
+    (a slice) into one array (len, Σm, Σw + 1) holding [A_1 | A_2 | … | r]; the memory comes from
+    ``bufs[key]`` (grown as needed, reused across chunks)."""
+    m = sum(b[-1].shape[1] for b in blocks)
+    cols = np.cumsum((0,) + tuple(widths))
+    n = rows.stop - rows.start
+    size = n * m * (int(cols[-1]) + 1)
+    if bufs.get(key) is None or bufs[key].size < size:
+        bufs[key] = np.empty(size)
+    S = bufs[key][:size].reshape(n, m, int(cols[-1]) + 1)
+    i = 0
+    for b in blocks:
+        mi = b[-1].shape[1]
+        for j, A in enumerate(b[:-1]):
+            S[:, i:i + mi, cols[j]:cols[j + 1]] = A[rows]
+        S[:, i:i + mi, -1] = b[-1][rows]
+        i += mi
+    return S
 
 
 @dataclass
@@ -48,6 +69,8 @@ class LinearizedGraph:
     gram_cache: dict | None = None
     prior_w: np.ndarray | None = None  # whitened prior Jacobian: (nθ,) diagonal or (m, nθ) matrix
     prior_r: np.ndarray | None = None  # (nθ,) or (m,)
+
+    CHUNK = 64  # knots per chunk of `normal_equations` (class constant, not a field)
 
     def prior_jacobian(self) -> np.ndarray:
         w = np.asarray(self.prior_w, float)
@@ -84,56 +107,74 @@ class LinearizedGraph:
         With ``out`` (N, nx, nx + nθ + 1), D, C and gx are written into its column blocks (views are
         returned), so a caller can reuse one buffer across iterations.
         """
+        # Fewer, larger products (issue 10 item 4): per chunk of knots, the rows of all blocks of one kind
+        # are stacked once ([J_1 | … | r], `_stack_rows`) and each kind costs one batched product against
+        # [J | r] (Gram blocks and gradient at once). Chunks keep the stacked rows in cache and reuse
+        # their buffers.
         N, nx, nt = self.n_knots, self.nx, self.ntheta
         if out is None:
             out = np.empty((N, nx, nx + nt + 1))
         D, C, gx = out[:, :, :nx], out[:, :, nx:nx + nt], out[:, :, -1]
-        D[:] = 0.0
-        gx[:] = 0.0
-        c_set = False
-        B = np.zeros((max(N - 1, 0), nx, nx))
         Htt = np.zeros((nt, nt))
         gt = np.zeros(nt)
+        B = np.zeros((max(N - 1, 0), nx, nx))
         cached = self.gram_cache.get("knot_pair") if self.gram_cache is not None else None
-        if cached is not None and cached[0].shape == (N, nx, nx):
-            D += cached[0]
-            B += cached[1]
-        for J, r in self.knot:
-            if cached is None:
-                D += np.transpose(J, (0, 2, 1)) @ J
-            gx += np.einsum("nmx,nm->nx", J, r)
-        for Jx, Jth, r in self.knot_theta:
-            JxT = np.transpose(Jx, (0, 2, 1))
-            D += JxT @ Jx
-            if c_set:
-                C += JxT @ Jth
+        if cached is not None and cached[0].shape != (N, nx, nx):
+            cached = None
+        fill = self.gram_cache is not None and cached is None
+        Dk = np.zeros((N, nx, nx)) if fill else None  # knot and pair Gram blocks alone, for the cache
+        pairs = self.pair if N > 1 else []
+        step = self.CHUNK
+        bufs = {}
+        # knot factors on (x_k, θ): Jxᵀ [Jx | Jθ | r] gives D, C and gx at once, straight into `out`
+        for s in range(0, N, step):
+            ks = slice(s, min(s + step, N))
+            if self.knot_theta:
+                K = _stack_rows(self.knot_theta, ks, (nx, nt), bufs, "kt")
+                np.matmul(np.swapaxes(K[:, :, :nx], 1, 2), K, out=out[ks])
             else:
-                np.matmul(JxT, Jth, out=C)
-                c_set = True
-            gx += np.einsum("nmx,nm->nx", Jx, r)
+                out[ks] = 0.0
+        for s in range(0, N, step):  # then add (a pair reaches into the next chunk's first knot)
+            ks = slice(s, min(s + step, N))
+            # knot factors on x_k alone: Jᵀ [J | r]
+            if self.knot:
+                K = _stack_rows(self.knot, ks, (nx,), bufs, "k")
+                Jt_ = np.swapaxes(K[:, :, :nx], 1, 2)
+                if cached is None:
+                    G = Jt_ @ K
+                    D[ks] += G[:, :, :nx]
+                    if fill:
+                        Dk[ks] += G[:, :, :nx]
+                    gx[ks] += G[:, :, nx]
+                else:
+                    gx[ks] += (Jt_ @ K[:, :, nx:])[:, :, 0]
+            # pair factors on (x_k, x_k+1): J0ᵀ [J0 | J1 | r] and J1ᵀ [J1 | r]
+            if pairs and s < N - 1:
+                ps = slice(s, min(s + step, N - 1))
+                ps1 = slice(s + 1, ps.stop + 1)
+                P = _stack_rows(pairs, ps, (nx, nx), bufs, "p")
+                J0t, J1t = np.swapaxes(P[:, :, :nx], 1, 2), np.swapaxes(P[:, :, nx:2 * nx], 1, 2)
+                if cached is None:
+                    G0, G1 = J0t @ P, J1t @ P[:, :, nx:]
+                    D[ps] += G0[:, :, :nx]
+                    D[ps1] += G1[:, :, :nx]
+                    B[ps] = G0[:, :, nx:2 * nx]
+                    if fill:
+                        Dk[ps] += G0[:, :, :nx]
+                        Dk[ps1] += G1[:, :, :nx]
+                else:
+                    G0, G1 = J0t @ P[:, :, 2 * nx:], J1t @ P[:, :, 2 * nx:]
+                gx[ps] += G0[:, :, -1]
+                gx[ps1] += G1[:, :, -1]
+        for _, Jth, r in self.knot_theta:  # θ rows only live in these blocks: one large symmetric product
             flat = Jth.reshape(-1, nt)
             Htt += flat.T @ flat
             gt += flat.T @ r.reshape(-1)
-        for J0, J1, r in self.pair:
-            if cached is None:
-                J0t = np.transpose(J0, (0, 2, 1))
-                J1t = np.transpose(J1, (0, 2, 1))
-                D[:-1] += J0t @ J0
-                D[1:] += J1t @ J1
-                B += J0t @ J1
-            gx[:-1] += np.einsum("nmx,nm->nx", J0, r)
-            gx[1:] += np.einsum("nmx,nm->nx", J1, r)
-        if self.gram_cache is not None and cached is None:
-            # knot and pair blocks alone (the knot-θ factors are added below into D)
-            Dk = np.zeros((N, nx, nx))
-            for J, _ in self.knot:
-                Dk += np.transpose(J, (0, 2, 1)) @ J
-            for J0, J1, _ in self.pair:
-                Dk[:-1] += np.transpose(J0, (0, 2, 1)) @ J0
-                Dk[1:] += np.transpose(J1, (0, 2, 1)) @ J1
+        if fill:
             self.gram_cache["knot_pair"] = (Dk, B.copy())
-        if not c_set:
-            C[:] = 0.0
+        elif cached is not None:
+            D += cached[0]
+            B[:] = cached[1]
         for k, J0, J1, Jt, r in self.pair_theta:
             D[k] += J0.T @ J0
             D[k + 1] += J1.T @ J1
@@ -183,15 +224,15 @@ class StructuredSolver:
 
     def _workspace(self, N, nx, nt):
         if self._shape != (N, nx, nt):
-            self._A = np.empty((N, nx, nx + nt + 1))  # [D_k | C_k | g_k], updated in place
-            self._W = np.empty((N, nx, nx + nt + 1))  # L_k^{-1} [B_k | C̃_k | g̃_k]
-            self._Linv = np.empty((N, nx, nx))
+            # [D_k | C_k | g_k], updated in place, then overwritten by W_k = L_k^{-1} [B_k | C̃_k | g̃_k]
+            self._A = np.empty((N, nx, nx + nt + 1))
+            self._L = np.empty((N, nx, nx))  # Cholesky factors L_k (lower)
             self._shape = (N, nx, nt)
-        return self._A, self._W, self._Linv
+        return self._A, self._L
 
     def solve(self, graph: LinearizedGraph, lam: float = 0.0) -> Step:
         N, nx, nt = graph.n_knots, graph.nx, graph.ntheta
-        A, W, Linv = self._workspace(N, nx, nt)
+        A, Lfac = self._workspace(N, nx, nt)
         D, B, C, Htt, gx, gt = graph.normal_equations(out=A)
         H_diag_x = np.diagonal(D, axis1=1, axis2=2).copy()
         gx0 = gx.copy()
@@ -200,8 +241,13 @@ class StructuredSolver:
         if lam > 0:
             _damp(D, lam, floor)
             _damp(Htt, lam, floor)
-        potrf, trtri = lapack.dpotrf, lapack.dtrtri
-        zeros_B = np.zeros((nx, nx))
+        # Block Cholesky in time order. Per knot: L_k = chol(D̃_k); W_k = L_k⁻¹ [B_k | C̃_k | g̃_k] by an
+        # in-place triangular solve (BLAS trsm on the row-major blocks seen as column-major transposes, so
+        # no copies), U_k = L_k⁻¹ B_k kept in B; then [D̃ | C̃ | g̃]_{k+1} −= U_kᵀ W_k (one in-place gemm).
+        # A is overwritten by W (its first nx columns by U_k).
+        # (the in-place calls need C-contiguous float64 blocks: A is the workspace; B is made so)
+        B = np.ascontiguousarray(B, dtype=float)
+        potrf, trsm, gemm = lapack.dpotrf, blas.dtrsm, blas.dgemm
         for k in range(N):
             Lk, info = potrf(A[k, :, :nx], lower=1, clean=1)
             if info != 0:
@@ -209,15 +255,15 @@ class StructuredSolver:
                     f"state block of knot {k} is not positive definite (LAPACK potrf info={info}); "
                     "the states are not observable from the factors at this knot"
                 )
-            Li, info = trtri(Lk, lower=1)
-            Linv[k] = Li
-            Wk = W[k]
-            np.matmul(Li, A[k], out=Wk)
+            Lfac[k] = Lk
+            trsm(1.0, Lk, A[k].T, side=1, lower=1, trans_a=1, overwrite_b=1)  # A_k ← L_k⁻¹ A_k
             if k < N - 1:
-                np.matmul(Li, B[k], out=Wk[:, :nx])
-                A[k + 1] -= Wk[:, :nx].T @ Wk
+                trsm(1.0, Lk, B[k].T, side=1, lower=1, trans_a=1, overwrite_b=1)  # B_k ← U_k
+                A[k, :, :nx] = B[k]
+                gemm(-1.0, A[k].T, B[k].T, beta=1.0, c=A[k + 1].T, trans_b=1, overwrite_c=1)
             else:
-                Wk[:, :nx] = zeros_B
+                A[k, :, :nx] = 0.0
+        W = A
         # θ border: S = Htt − Σ Z_kᵀ Z_k, s = gt − Σ Z_kᵀ z_k, accumulated in blocks of knots
         S, s = Htt.copy(), gt.copy()
         for c0 in range(0, N, self.CHUNK):
@@ -233,13 +279,14 @@ class StructuredSolver:
                 "give every parameter a prior (prior std too large?)"
             ) from None
         dtheta = -np.linalg.solve(Ls_t.T, np.linalg.solve(Ls_t, s))
-        # back substitution: δx_k = −L_k^{-T} (z_k + U_k δx_{k+1} + Z_k δθ)
+        # back substitution: δx_k = −L_k^{-T} (z_k + U_k δx_{k+1} + Z_k δθ)  (BLAS trsv with L_kᵀ)
         c = W[:, :, -1] + W[:, :, nx:nx + nt] @ dtheta
         dx = np.empty((N, nx))
         nxt = np.zeros(nx)
+        trsv = blas.dtrsv
         for k in range(N - 1, -1, -1):
             rhs = c[k] + W[k, :, :nx] @ nxt
-            nxt = -(rhs @ Linv[k])  # −L_k^{-T} rhs
+            nxt = -trsv(Lfac[k].T, rhs, lower=0)  # Lfac[k].T: F-ordered view of L_kᵀ (upper)
             dx[k] = nxt
         # predicted decrease of ½‖r‖² for the damped step: −gᵀδ − ½ δᵀHδ = −½ gᵀδ + ½ λ δᵀ diag δ
         g_dot = float(np.sum(gx0 * dx) + gt @ dtheta)

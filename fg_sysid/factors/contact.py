@@ -20,12 +20,11 @@ from __future__ import annotations
 import numpy as np
 import pinocchio as pin
 
+from .batched import cross, cross_cols
+
 LWA = pin.LOCAL_WORLD_ALIGNED
 WORLD = pin.WORLD
-
-
-def _skew(w):
-    return np.array([[0.0, -w[2], w[1]], [w[2], 0.0, -w[0]], [-w[1], w[0], 0.0]])
+CHUNK_PAIRS = 256  # (knot, frame) pairs per chunk of the batched algebra
 
 
 def _as_2d(x):
@@ -56,53 +55,101 @@ def contact_position_residual(model, data, frame_id, q, anchor, jacobians=True):
     return r, J
 
 
-def _velocity_at(model, data, frame_id, nv, jacobians, offset, out_r, out_J):
-    """Velocity residual of one frame from current kinematics (see `contact_velocity_residual`)."""
-    vel = pin.getFrameVelocity(model, data, frame_id, LWA)
-    out_r[:] = vel.linear
-    if offset is not None:
-        out_r += np.cross(vel.angular, offset)
-    if not jacobians:
-        return
-    p = data.oMi[model.frames[frame_id].parentJoint].act(model.frames[frame_id].placement).translation
-    Jl = pin.getFrameJacobian(model, data, frame_id, LWA)[:3]
-    dv_dq, dv_dv = pin.getFrameVelocityDerivatives(model, data, frame_id, WORLD)
-    om = pin.getFrameVelocity(model, data, frame_id, WORLD).angular
-    out_J[:, :nv] = dv_dq[:3] - _skew(p) @ dv_dq[3:] + _skew(om) @ Jl
-    out_J[:, nv:2 * nv] = Jl
-    if offset is not None:  # d(ω × d) = −[d]× dω (WORLD angular rows)
-        S_d = _skew(offset)
-        out_J[:, :nv] -= S_d @ dv_dq[3:]
-        out_J[:, nv:2 * nv] -= S_d @ dv_dv[3:]
+def _gather(model, data, frame_ids, q, v, a, jacobians):
+    """One kinematics pass per knot; the raw per-frame outputs stacked over knots (k) and frames (f).
+
+    Returns a dict of arrays: ``p`` (N, F, 3) frame origins [m, world]; ``vel``, ``acc`` (N, F, 6) WORLD
+    spatial velocity (v_o, ω) and acceleration (a_o, α) of the frame (linear part: the body point at the
+    world origin); with ``jacobians`` also ``dacc`` (N, F, 4, 6, nv), the WORLD outputs of
+    ``pin.getFrameAccelerationDerivatives`` (∂v/∂q, ∂a/∂q, ∂a/∂v, ∂a/∂a = J_world; ∂v/∂v = J_world too).
+    """
+    n, nf, nv = q.shape[0], len(frame_ids), model.nv
+    p = np.empty((n, nf, 3))
+    vel = np.empty((n, nf, 6))
+    acc = np.empty((n, nf, 6))
+    dacc = np.empty((n, nf, 4, 6, nv)) if jacobians else None
+    fkd, fk = pin.computeForwardKinematicsDerivatives, pin.forwardKinematics
+    place, fvel, facc = pin.updateFramePlacement, pin.getFrameVelocity, pin.getFrameAcceleration
+    dfacc = pin.getFrameAccelerationDerivatives
+    for k in range(n):
+        if jacobians:
+            fkd(model, data, q[k], v[k], a[k])
+        else:
+            fk(model, data, q[k], v[k], a[k])
+        for i, fid in enumerate(frame_ids):
+            p[k, i] = place(model, data, fid).translation
+            vel[k, i] = fvel(model, data, fid, WORLD).vector
+            acc[k, i] = facc(model, data, fid, WORLD).vector
+            if jacobians:
+                dacc[k, i] = dfacc(model, data, fid, WORLD)
+    return dict(p=p, vel=vel, acc=acc, dacc=dacc)
 
 
-def _acceleration_at(model, data, frame_id, nv, jacobians, offset, out_r, out_J):
-    """Acceleration residual of one frame from current kinematics (see `contact_acceleration_residual`)."""
-    out_r[:] = pin.getFrameClassicalAcceleration(model, data, frame_id, LWA).linear
-    if offset is not None:
-        out_r += np.cross(pin.getFrameAcceleration(model, data, frame_id, LWA).angular, offset)
-    if not jacobians:
-        return
-    p = data.oMi[model.frames[frame_id].parentJoint].act(model.frames[frame_id].placement).translation
-    Jl = pin.getFrameJacobian(model, data, frame_id, LWA)[:3]
-    vel = pin.getFrameVelocity(model, data, frame_id, WORLD)
-    acc = pin.getFrameAcceleration(model, data, frame_id, WORLD)
-    om, al = vel.angular, acc.angular
-    pd = vel.linear + np.cross(om, p)
-    v_dq, a_dq, a_dv, a_da = pin.getFrameAccelerationDerivatives(model, data, frame_id, WORLD)
-    _, v_dv = pin.getFrameVelocityDerivatives(model, data, frame_id, WORLD)
-    S_p, S_om, S_pd = _skew(p), _skew(om), _skew(pd)
-    # dṗ = dv_o − [p]× dω + [ω]× dp,  dp = J_lin δq
-    pd_dq = v_dq[:3] - S_p @ v_dq[3:] + S_om @ Jl
-    # p̈ = a_o + α × p + ω × ṗ
-    out_J[:, :nv] = a_dq[:3] - S_p @ a_dq[3:] + _skew(al) @ Jl - S_pd @ v_dq[3:] + S_om @ pd_dq
-    out_J[:, nv:2 * nv] = a_dv[:3] - S_p @ a_dv[3:] - S_pd @ v_dv[3:] + S_om @ Jl
-    out_J[:, 2 * nv:] = Jl
-    if offset is not None:  # d(α × d) = −[d]× dα (WORLD angular rows)
-        S_d = _skew(offset)
-        out_J[:, :nv] -= S_d @ a_dq[3:]
-        out_J[:, nv:2 * nv] -= S_d @ a_dv[3:]
-        out_J[:, 2 * nv:] -= S_d @ a_da[3:]
+def _motion_from_raw(raw, offset, nv, want_velocity=True, want_acceleration=True):
+    """Velocity / acceleration residuals and Jacobians of all (knot, frame) pairs from `_gather` output.
+
+    World-axes formulas (WORLD spatial quantities, p the frame origin, d the constant offset):
+    ṗ = v_o + ω × p;  p̈ = a_o + α × p + ω × ṗ;  J_lin = J_o − [p]× J_ω (LOCAL_WORLD_ALIGNED linear rows);
+    ∂ṗ = ∂v_o − [p]× ∂ω + [ω]× J_lin δq;
+    ∂p̈ = ∂a_o − [p]× ∂α + [α]× J_lin δq − [ṗ]× ∂ω + [ω]× ∂ṗ;  the offset adds ω × d, α × d and
+    −[d]× ∂ω, −[d]× ∂α (paper 004 Sec. III-B). Returns (rv, Jv, ra, Ja) with shapes (..., 3),
+    (..., 3, 3nv) (None where not wanted or without Jacobians).
+    """
+    p, vel, acc, dacc = raw["p"], raw["vel"], raw["acc"], raw["dacc"]
+    vo, om, ao, al = vel[..., :3], vel[..., 3:], acc[..., :3], acc[..., 3:]
+    pd = vo + cross(om, p)
+    rv = ra = Jv = Ja = None
+    if want_velocity:
+        rv = pd + cross(om, offset) if offset is not None else pd
+    if want_acceleration:
+        ra = ao + cross(al, p) + cross(om, pd)
+        if offset is not None:
+            ra = ra + cross(al, offset)
+    if dacc is None:
+        return rv, Jv, ra, Ja
+    v_dq, a_dq, a_dv, Jw = dacc[..., 0, :, :], dacc[..., 1, :, :], dacc[..., 2, :, :], dacc[..., 3, :, :]
+    dw_q, Jw_ang = v_dq[..., 3:, :], Jw[..., 3:, :]  # ∂ω/∂δq, ∂ω/∂δv
+    Jl = Jw[..., :3, :] - cross_cols(p, Jw_ang)
+    om_Jl = cross_cols(om, Jl)
+    pd_dq = v_dq[..., :3, :] - cross_cols(p, dw_q) + om_Jl
+    d = None if offset is None else np.broadcast_to(np.asarray(offset, float), p.shape)
+    d_Jw = None if d is None else cross_cols(d, Jw_ang)  # −[d]× ∂ω/∂δv = −[d]× ∂α/∂δa
+    pdd = p if d is None else p + d  # [p]× ∂α and the offset's [d]× ∂α (WORLD angular rows) at once
+    shape = p.shape[:-1] + (3, 3 * nv)
+    if want_velocity:
+        Jv = np.zeros(shape)
+        Jv[..., :nv] = pd_dq
+        Jv[..., nv:2 * nv] = Jl
+        if d is not None:  # d(ω × d) = −[d]× dω
+            Jv[..., :nv] -= cross_cols(d, dw_q)
+            Jv[..., nv:2 * nv] -= d_Jw
+    if want_acceleration:
+        Ja = np.empty(shape)
+        Ja[..., :nv] = (a_dq[..., :3, :] - cross_cols(pdd, a_dq[..., 3:, :]) + cross_cols(al, Jl)
+                        - cross_cols(pd, dw_q) + cross_cols(om, pd_dq))
+        Ja[..., nv:2 * nv] = (a_dv[..., :3, :] - cross_cols(pdd, a_dv[..., 3:, :])
+                              - cross_cols(pd, Jw_ang) + om_Jl)
+        Ja[..., 2 * nv:] = Jl if d is None else Jl - d_Jw
+    return rv, Jv, ra, Ja
+
+
+def _motion(raw, offset, nv, want_velocity=True, want_acceleration=True):
+    """`_motion_from_raw` over chunks of knots (the temporaries stay small and in cache; one call over
+    all knots at once is page-fault bound), assembled into (N, F, 3) / (N, F, 3, 3nv) arrays."""
+    n, nf = raw["p"].shape[:2]
+    jac = raw["dacc"] is not None
+    rv = np.empty((n, nf, 3)) if want_velocity else None
+    ra = np.empty((n, nf, 3)) if want_acceleration else None
+    Jv = np.empty((n, nf, 3, 3 * nv)) if want_velocity and jac else None
+    Ja = np.empty((n, nf, 3, 3 * nv)) if want_acceleration and jac else None
+    step = max(1, CHUNK_PAIRS // max(nf, 1))
+    for s in range(0, n, step):
+        sub = {key: None if x is None else x[s:s + step] for key, x in raw.items()}
+        for dst, src in zip((rv, Jv, ra, Ja), _motion_from_raw(sub, offset, nv, want_velocity,
+                                                                want_acceleration), strict=True):
+            if dst is not None:
+                dst[s:s + step] = src
+    return rv, Jv, ra, Ja
 
 
 def contact_velocity_residual(model, data, frame_id, q, v, jacobians=True, offset=None):
@@ -118,17 +165,9 @@ def contact_velocity_residual(model, data, frame_id, q, v, jacobians=True, offse
     Sec. III-B, velocity-level bilateral contact.
     """
     q, v = _as_2d(q), _as_2d(v)
-    n, nv = q.shape[0], model.nv
-    zero = np.zeros(nv)
-    r = np.empty((n, 3))
-    J = np.zeros((n, 3, 3 * nv)) if jacobians else None
-    for k in range(n):
-        if jacobians:
-            pin.computeForwardKinematicsDerivatives(model, data, q[k], v[k], zero)
-        else:
-            pin.forwardKinematics(model, data, q[k], v[k])
-        _velocity_at(model, data, frame_id, nv, jacobians, offset, r[k], None if J is None else J[k])
-    return r, J
+    raw = _gather(model, data, [frame_id], q, v, np.zeros_like(v), jacobians)
+    rv, Jv, _, _ = _motion(raw, offset, model.nv, want_acceleration=False)
+    return rv[:, 0], None if Jv is None else Jv[:, 0]
 
 
 def contact_acceleration_residual(model, data, frame_id, q, v, a, jacobians=True, offset=None):
@@ -143,16 +182,9 @@ def contact_acceleration_residual(model, data, frame_id, q, v, a, jacobians=True
     Paper 004 Sec. III-B / IV-A, acceleration-level bilateral contact.
     """
     q, v, a = _as_2d(q), _as_2d(v), _as_2d(a)
-    n, nv = q.shape[0], model.nv
-    r = np.empty((n, 3))
-    J = np.zeros((n, 3, 3 * nv)) if jacobians else None
-    for k in range(n):
-        if jacobians:
-            pin.computeForwardKinematicsDerivatives(model, data, q[k], v[k], a[k])
-        else:
-            pin.forwardKinematics(model, data, q[k], v[k], a[k])
-        _acceleration_at(model, data, frame_id, nv, jacobians, offset, r[k], None if J is None else J[k])
-    return r, J
+    raw = _gather(model, data, [frame_id], q, v, a, jacobians)
+    _, _, ra, Ja = _motion(raw, offset, model.nv, want_velocity=False)
+    return ra[:, 0], None if Ja is None else Ja[:, 0]
 
 
 def contact_motion_residuals(model, data, frame_ids, q, v, a, jacobians=True, offset=None):
@@ -160,20 +192,10 @@ def contact_motion_residuals(model, data, frame_ids, q, v, a, jacobians=True, of
 
     Returns ``(rv, Jv, ra, Ja)`` with rv, ra (N, F, 3) and Jv, Ja (N, F, 3, 3nv) (None without
     ``jacobians``): for each frame the same values as `contact_velocity_residual` and
-    `contact_acceleration_residual` (velocity derivatives do not depend on a).
+    `contact_acceleration_residual` (velocity derivatives do not depend on a). The Python loop over knots
+    only calls Pinocchio (`_gather`); the cross products and skew algebra are batched over (knot, frame)
+    pairs with numpy (`_motion_from_raw`, in chunks of `CHUNK_PAIRS`).
     """
     q, v, a = _as_2d(q), _as_2d(v), _as_2d(a)
-    n, nv, nf = q.shape[0], model.nv, len(frame_ids)
-    rv, ra = np.empty((n, nf, 3)), np.empty((n, nf, 3))
-    Jv = np.zeros((n, nf, 3, 3 * nv)) if jacobians else None
-    Ja = np.zeros((n, nf, 3, 3 * nv)) if jacobians else None
-    for k in range(n):
-        if jacobians:
-            pin.computeForwardKinematicsDerivatives(model, data, q[k], v[k], a[k])
-        else:
-            pin.forwardKinematics(model, data, q[k], v[k], a[k])
-        for i, fid in enumerate(frame_ids):
-            _velocity_at(model, data, fid, nv, jacobians, offset, rv[k, i], None if Jv is None else Jv[k, i])
-            _acceleration_at(model, data, fid, nv, jacobians, offset, ra[k, i],
-                             None if Ja is None else Ja[k, i])
-    return rv, Jv, ra, Ja
+    raw = _gather(model, data, list(frame_ids), q, v, a, jacobians)
+    return _motion(raw, offset, model.nv)

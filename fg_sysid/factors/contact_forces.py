@@ -40,12 +40,10 @@ from __future__ import annotations
 import numpy as np
 import pinocchio as pin
 
+from .batched import cross_cols
+
 LWA = pin.LOCAL_WORLD_ALIGNED
 Z_UP = np.array([0.0, 0.0, 1.0])
-
-
-def _skew(w):
-    return np.array([[0.0, -w[2], w[1]], [w[2], 0.0, -w[0]], [-w[1], w[0], 0.0]])
 
 
 def _as_2d(x):
@@ -62,21 +60,20 @@ def world_forces(model, data, frame_id, q, lam_local, jacobians=True):
     """f_w = R_f(q) λ_f (N, 3) [N, world]; ∂f_w/∂δq (N, 3, nv) = −[f_w]× J_ω; ∂f_w/∂λ (N, 3, 3) = R_f."""
     q, lam = _as_2d(q), _as_2d(lam_local)
     n, nv = q.shape[0], model.nv
-    f = np.empty((n, 3))
-    Jq = np.empty((n, 3, nv)) if jacobians else None
-    Jl = np.empty((n, 3, 3)) if jacobians else None
-    for k in range(n):
+    R = np.empty((n, 3, 3))
+    Jw = np.empty((n, 3, nv)) if jacobians else None
+    for k in range(n):  # Pinocchio only; f and its Jacobian are formed for all knots at once
         if jacobians:
             pin.computeJointJacobians(model, data, q[k])
         else:
             pin.forwardKinematics(model, data, q[k])
-        R = pin.updateFramePlacement(model, data, frame_id).rotation
-        f[k] = R @ lam[k]
+        R[k] = pin.updateFramePlacement(model, data, frame_id).rotation
         if jacobians:
-            Jw = pin.getFrameJacobian(model, data, frame_id, LWA)[3:]
-            Jq[k] = -_skew(f[k]) @ Jw
-            Jl[k] = R
-    return f, Jq, Jl
+            Jw[k] = pin.getFrameJacobian(model, data, frame_id, LWA)[3:]
+    f = np.einsum("nij,nj->ni", R, lam)
+    if not jacobians:
+        return f, None, None
+    return f, -cross_cols(f, Jw), R
 
 
 def measured_force_residual(model, data, frame_id, q, lam_local, force_world, jacobians=True, world=None):

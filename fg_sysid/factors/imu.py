@@ -21,9 +21,7 @@ from __future__ import annotations
 import numpy as np
 import pinocchio as pin
 
-
-def _skew(w: np.ndarray) -> np.ndarray:
-    return np.array([[0.0, -w[2], w[1]], [w[2], 0.0, -w[0]], [-w[1], w[0], 0.0]])
+from .batched import cross, cross_cols
 
 
 def quat_wxyz_to_rotation(quat: np.ndarray) -> np.ndarray:
@@ -43,18 +41,21 @@ def gyro_residual(model: pin.Model, data: pin.Data, frame_id: int, q, v, gyro_me
     q, v = np.atleast_2d(q), np.atleast_2d(v)
     gyro_meas = np.atleast_2d(np.asarray(gyro_meas, float))
     n, nv = v.shape
-    r = np.empty((n, 3))
+    om = np.empty((n, 3))
     J = np.zeros((n, 3, 3 * nv)) if jacobians else None
-    for k in range(n):
+    dv = np.empty((n, 2, 6, nv)) if jacobians else None
+    zero = np.zeros(nv)
+    for k in range(n):  # Pinocchio only; the rows are cut out below for all knots at once
         if jacobians:
-            pin.computeForwardKinematicsDerivatives(model, data, q[k], v[k], np.zeros(nv))
-            dv_dq, dv_dv = pin.getFrameVelocityDerivatives(model, data, frame_id, pin.LOCAL)
-            J[k, :, :nv] = dv_dq[3:]
-            J[k, :, nv:2 * nv] = dv_dv[3:]
+            pin.computeForwardKinematicsDerivatives(model, data, q[k], v[k], zero)
+            dv[k] = pin.getFrameVelocityDerivatives(model, data, frame_id, pin.LOCAL)
         else:
             pin.forwardKinematics(model, data, q[k], v[k])
-        r[k] = pin.getFrameVelocity(model, data, frame_id, pin.LOCAL).angular - gyro_meas[k]
-    return r, J
+        om[k] = pin.getFrameVelocity(model, data, frame_id, pin.LOCAL).angular
+    if jacobians:
+        J[:, :, :nv] = dv[:, 0, 3:]
+        J[:, :, nv:2 * nv] = dv[:, 1, 3:]
+    return om - gyro_meas, J
 
 
 def accelerometer_residual(model: pin.Model, data: pin.Data, frame_id: int, q, v, a, acc_meas,
@@ -69,28 +70,31 @@ def accelerometer_residual(model: pin.Model, data: pin.Data, frame_id: int, q, v
     acc_meas = np.atleast_2d(np.asarray(acc_meas, float))
     n, nv = v.shape
     g = np.asarray(model.gravity.linear, float)
-    r = np.empty((n, 3))
-    J = np.zeros((n, 3, 3 * nv)) if jacobians else None
-    for k in range(n):
+    R = np.empty((n, 3, 3))
+    vel = np.empty((n, 6))
+    acc = np.empty((n, 6))
+    dacc = np.empty((n, 4, 6, nv)) if jacobians else None
+    for k in range(n):  # one Pinocchio pass per knot; the algebra is batched over knots below
         if jacobians:
             pin.computeForwardKinematicsDerivatives(model, data, q[k], v[k], a[k])
+            dacc[k] = pin.getFrameAccelerationDerivatives(model, data, frame_id, pin.LOCAL)
         else:
             pin.forwardKinematics(model, data, q[k], v[k], a[k])
-        pin.updateFramePlacement(model, data, frame_id)
-        R = data.oMf[frame_id].rotation
-        vel = pin.getFrameVelocity(model, data, frame_id, pin.LOCAL)
-        nu, om = vel.linear, vel.angular
-        acc = pin.getFrameAcceleration(model, data, frame_id, pin.LOCAL)
-        g_local = R.T @ g
-        r[k] = acc.linear + np.cross(om, nu) - g_local - acc_meas[k]
-        if jacobians:
-            v_dq, a_dq, a_dv, a_da = pin.getFrameAccelerationDerivatives(model, data, frame_id, pin.LOCAL)
-            # a_da is the LOCAL frame Jacobian: rows 0:3 linear (dν/dv), rows 3:6 angular (dω/dv).
-            cross_dq = -_skew(nu) @ v_dq[3:] + _skew(om) @ v_dq[:3]
-            cross_dv = -_skew(nu) @ a_da[3:] + _skew(om) @ a_da[:3]
-            J[k, :, :nv] = a_dq[:3] + cross_dq - _skew(g_local) @ a_da[3:]
-            J[k, :, nv:2 * nv] = a_dv[:3] + cross_dv
-            J[k, :, 2 * nv:] = a_da[:3]
+        R[k] = pin.updateFramePlacement(model, data, frame_id).rotation
+        vel[k] = pin.getFrameVelocity(model, data, frame_id, pin.LOCAL).vector
+        acc[k] = pin.getFrameAcceleration(model, data, frame_id, pin.LOCAL).vector
+    nu, om = vel[:, :3], vel[:, 3:]
+    g_local = np.einsum("nji,j->ni", R, g)  # Rᵀ g
+    r = acc[:, :3] + cross(om, nu) - g_local - acc_meas
+    if not jacobians:
+        return r, None
+    J = np.empty((n, 3, 3 * nv))
+    v_dq, a_dq, a_dv, a_da = dacc[:, 0], dacc[:, 1], dacc[:, 2], dacc[:, 3]
+    # a_da is the LOCAL frame Jacobian: rows 0:3 linear (dν/dv), rows 3:6 angular (dω/dv).
+    J[:, :, :nv] = (a_dq[:, :3] - cross_cols(nu, v_dq[:, 3:]) + cross_cols(om, v_dq[:, :3])
+                    - cross_cols(g_local, a_da[:, 3:]))
+    J[:, :, nv:2 * nv] = a_dv[:, :3] - cross_cols(nu, a_da[:, 3:]) + cross_cols(om, a_da[:, :3])
+    J[:, :, 2 * nv:] = a_da[:, :3]
     return r, J
 
 
