@@ -201,5 +201,5 @@ class ContactGeneralizedForces:
             # with the foot, δd = δφ × d (δφ = J_ang δq, world), adding J_angᵀ (δd × f) = J_angᵀ [f]× [d]× δφ
             # to the derivative; the world-fixed offset of a rolling sphere does not: subtract it.
             Ja = Jw[3:]
-            out -= Ja.T @ _skew(f_w) @ _skew(self.offset) @ Ja
+            out -= Ja.T @ cross_cols(f_w, cross_cols(self.offset, Ja))  # Jaᵀ [f]× [d]× Ja
         return out
