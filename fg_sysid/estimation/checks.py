@@ -168,8 +168,8 @@ def _excitation(robot: RobotModel, log: Log, measured: list, velocity_scale: flo
     if r == 0:
         out.problems.append("the regressor on the log is zero: the motion excites no parameter combination")
     elif r < R or cond > COND_WARN:
+        what = (f"the log excites {r} of {R} identifiable parameter combinations" if r < R else
+                f"the log excites all {R} identifiable parameter combinations, some barely")
         out.warnings.append(
-            f"weak excitation: the log excites {r} of {R} identifiable parameter combinations, condition "
-            "number "
-            f"{_fmt(cond)} of the scaled regressor (warning above {COND_WARN:g}); combinations it does not "
-            "excite stay at the prior (std_ratio near 1)")
+            f"weak excitation: {what} (condition number {_fmt(cond)} of the scaled regressor, warning above "
+            f"{COND_WARN:g}); combinations it barely excites stay near the prior (std_ratio near 1)")
