@@ -72,10 +72,10 @@ def _write(df_or_op, base: pd.DataFrame, path: Path, cut: float) -> None:
             path.write_bytes(b"")
             return
         if df_or_op == "header_only":
-            base.iloc[:0].to_csv(path, index=False) if path.suffix == ".csv" else base.iloc[:0].to_parquet(path)
+            _write(base.iloc[:0], base, path, cut)
             return
         full = path.with_name("full" + path.suffix)
-        base.to_csv(full, index=False) if path.suffix == ".csv" else base.to_parquet(full)
+        _write(base, base, full, cut)
         data = full.read_bytes()
         path.write_bytes(data[: max(1, int(len(data) * cut))])
         return
