@@ -28,6 +28,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from ..datasets.log import Log
 from ..robots import RobotModel
@@ -121,7 +122,9 @@ def check_data(robot: RobotModel, log: Log, velocity_scale: float = 0.05) -> Dat
                             "reveals (their friction, armature) stays at the prior")
     if robot.floating_base or out.problems or not measured:
         return out
-    _excitation(robot, log, measured, velocity_scale, out)
+    # small dense algebra: one BLAS thread (multithreaded BLAS on a busy machine is 50x slower here)
+    with threadpool_limits(1, "blas"):
+        _excitation(robot, log, measured, velocity_scale, out)
     return out
 
 
