@@ -136,10 +136,10 @@ def prior_result(robot, log, options: dict):
         measured_joints=[j for j, m in zip(robot.joint_names, log.tau_measured, strict=True) if m])
 
 
-def write_prior_answer(out, robot, log, log_path, robot_source, options: dict, checks) -> None:
-    """The ``--allow-prior`` output directory: identify's files with the prior as the answer."""
-    from .identify import write_identification
-
+def write_prior_answer(out, robot, log, log_path, robot_source, options: dict, checks,
+                       write_identification) -> None:
+    """The ``--allow-prior`` output directory: identify's files (``write_identification``, passed by
+    the caller) with the prior as the answer."""
     t0 = time.perf_counter()
     result = prior_result(robot, log, options)
     with atomic_output_dir(out) as tmp:
@@ -150,11 +150,15 @@ def write_prior_answer(out, robot, log, log_path, robot_source, options: dict, c
                f"determine the parameters ({'; '.join(checks.problems)})")
 
 
+def _plain(o):
+    """JSON fallback for numpy scalars and arrays (everything else we add is plain Python)."""
+    return o.tolist() if hasattr(o, "tolist") else str(o)
+
+
 def annotate_summary(out_dir, log, checks) -> None:
     """Add ``data_checks``, ``prior_only`` (with the reason) and, for bags, ``log_conversion`` to
     summary.json (and a line to report.md) in ``out_dir``."""
     from ..datasets.rosbag import conversion_report
-    from .identify import _clean
 
     path = Path(out_dir) / "summary.json"
     summary = json.loads(path.read_text())
@@ -166,7 +170,7 @@ def annotate_summary(out_dir, log, checks) -> None:
     report = conversion_report(log)
     if report is not None:
         summary["log_conversion"] = report
-    path.write_text(json.dumps(_clean(summary), indent=2) + "\n")
+    path.write_text(json.dumps(summary, indent=2, default=_plain) + "\n")
     md = Path(out_dir) / "report.md"
     if md.is_file():
         lines = md.read_text().split("\n")

@@ -366,7 +366,8 @@ def identify_cmd(log_path, robot_source, out, method, knot_stride, sigma_q, sigm
     from ..estimation.smoother import EstimationError
 
     if checks.prior_only:  # issue 14: --allow-prior on a log that cannot determine the parameters
-        return write_prior_answer(out, robot, log, log_path, robot_source, options, checks)
+        return write_prior_answer(out, robot, log, log_path, robot_source, options, checks,
+                                  write_identification)
     t0 = time.perf_counter()
     if not quiet:
         echo_err(f"identifying {robot.name} ({robot.n_joints} joints) from {log_path}: "

@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from ..robots import RobotModel, load_robot
+from .errors import BAG_REPORT_ATTR, LogError  # noqa: F401 (LogError is part of this module's API)
 from .log import Log
 
 #: Plausibility bounds: anything larger is taken as a unit or parsing error.
@@ -53,12 +54,6 @@ _GROUPS = {
 #: Per-frame wrench groups: Log field -> (column kind, magnitude bound, unit).
 _WRENCHES = {"forces": ("force", MAX_NORM_FORCE, "N"), "torques": ("torque", MAX_NORM_TORQUE, "N·m")}
 SUPPORTED_SUFFIXES = (".csv", ".parquet", ".pq")
-#: ``DataFrame.attrs`` key under which `fg_sysid.datasets.rosbag.read_bag_frame` leaves its report.
-BAG_REPORT_ATTR = "fg_sysid.bag_report"
-
-
-class LogError(ValueError):
-    """A log file is unreadable or violates the schema (the message names file, column and row)."""
 
 
 # ---------------------------------------------------------------------------------------------- reading

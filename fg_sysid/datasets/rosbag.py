@@ -40,6 +40,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .errors import BAG_REPORT_ATTR, LogError
 from .log import Log
 
 BAG_SUFFIXES = (".bag", ".db3", ".mcap")
@@ -77,8 +78,6 @@ class BagOptions:
 
 def parse_contact_topic(spec: str) -> tuple[tuple[str, ...], str]:
     """``"FL_foot=/contacts/fl"`` or ``"FL_foot,FR_foot=/contacts"`` -> ((frames...), topic)."""
-    from .io import LogError
-
     frames, sep, topic = str(spec).partition("=")
     names = tuple(f.strip() for f in frames.split(",") if f.strip())
     if not sep or not names or not topic.strip():
@@ -144,8 +143,6 @@ def _stamp(msg, receive_ns: int) -> int:
 
 
 def _pick_topic(path, conns, msgtype: str, wanted: str | None, required: bool, option: str) -> str | None:
-    from .io import LogError
-
     by_topic = {c.topic: c.msgtype for c in conns}
     of_type = sorted(t for t, m in by_topic.items() if m == msgtype)
     if wanted is not None:
@@ -188,11 +185,10 @@ def read_bag_frame(path: str | os.PathLike, options: BagOptions | None = None,
                    echo: Callable[[str], None] | None = None) -> pd.DataFrame:
     """Read a ROS bag into a log table (columns of ``docs/data-format.md``) on a uniform clock.
 
-    Raises `fg_sysid.datasets.io.LogError` (one message naming the bag and topic) for unreadable bags,
-    missing or ambiguous topics and unusable contents. The report of the conversion is in
-    ``frame.attrs[fg_sysid.datasets.io.BAG_REPORT_ATTR]``; ``echo`` receives its one-line summary.
+    Raises `LogError` (`fg_sysid.datasets.io.LogError`; one message naming the bag and topic) for
+    unreadable bags, missing or ambiguous topics and unusable contents. The report of the conversion is in
+    ``frame.attrs[fg_sysid.datasets.errors.BAG_REPORT_ATTR]``; ``echo`` receives its one-line summary.
     """
-    from .io import BAG_REPORT_ATTR, LogError
 
     path = Path(path)
     opts = options or BagOptions()
@@ -224,8 +220,6 @@ def _read_messages(path: Path, opts: BagOptions) -> dict:
     from rosbags.highlevel import AnyReader
     from rosbags.typesys import Stores, get_typestore
 
-    from .io import LogError
-
     contact_topics = [(tuple(f), str(t)) for f, t in opts.contact_topics]
     with AnyReader([path], default_typestore=get_typestore(Stores.ROS2_HUMBLE)) as reader:
         conns = reader.connections
@@ -254,8 +248,6 @@ def _times(msgs: list, opts: BagOptions) -> tuple[list[int], str]:
 
 
 def _resample(path: Path, opts: BagOptions, raw: dict) -> tuple[pd.DataFrame, dict]:
-    from .io import LogError
-
     js = raw["joint_states"]
     msgs = raw["messages"][js]
     if not msgs:
