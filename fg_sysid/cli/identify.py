@@ -11,6 +11,14 @@ import click
 import numpy as np
 
 from .common import atomic_output_dir, echo_err, fail, json_safe, main
+from .data_options import (  # issue 14: ROS bags, degenerate-data checks
+    allow_prior_option,
+    annotate_summary,
+    bag_options,
+    loader_kwargs,
+    run_data_checks,
+    write_prior_answer,
+)
 
 METHODS = ("smoother", "ls-sg")
 INERTIAS = ("log-cholesky", "exponential-eigenvalue", "raw")
@@ -24,7 +32,7 @@ def load_inputs(log_path, robot_source):
     from ..robots import RobotError
 
     try:
-        return load_log_for_robot(log_path, robot_source)
+        return load_log_for_robot(log_path, robot_source, **loader_kwargs())  # issue 14: ROS bag options
     except (LogError, RobotError, FileNotFoundError) as e:
         fail(str(e))
 
@@ -237,7 +245,7 @@ def _positive(name, val, allow_none=True):
 
 
 @main.command("identify")
-@click.argument("log_path", metavar="LOG", type=click.Path(dir_okay=False))
+@click.argument("log_path", metavar="LOG", type=click.Path())  # issue 14: a rosbag2 bag is a directory
 @click.option("--robot", "robot_source", required=True,
               help="Catalog name (z1, panda, tiago, ...) or URDF path.")
 @click.option("--out", "out", required=True, type=click.Path(file_okay=False),
@@ -294,12 +302,15 @@ def _positive(name, val, allow_none=True):
               help="Floating base: use measured contact forces (force.<frame>.*) as factors when the log "
                    "has them.")
 @click.option("--quiet", is_flag=True, help="No per-iteration progress on stderr.")
+@bag_options  # issue 14
+@allow_prior_option  # issue 14
 def identify_cmd(log_path, robot_source, out, method, knot_stride, sigma_q, sigma_v, sigma_tau, inertia,
                  friction, friction_velocity_scale, max_iterations, contact_radius, total_mass,
                  total_mass_std,
                  symmetry, symmetry_std, constraints, process_noise, impacts, touchdown_settle, use_forces,
                  quiet):
-    """Identify ROBOT's physical parameters from LOG (CSV or Parquet, t/q.*/v.*/tau.* columns).
+    """Identify ROBOT's physical parameters from LOG (CSV or Parquet, t/q.*/v.*/tau.* columns, or a ROS
+    bag: rosbag2 directory, .db3, .mcap, ROS 1 .bag; see docs/data-format.md).
 
     Robot joints without a q.<joint> column in LOG are locked at neutral (with a warning). DIR (--out)
     receives:
@@ -325,6 +336,7 @@ def identify_cmd(log_path, robot_source, out, method, knot_stride, sigma_q, sigm
     if max_iterations < 1:
         fail(f"--max-iterations must be >= 1, got {max_iterations}")
     robot, log = load_inputs(log_path, robot_source)
+    checks = run_data_checks(robot, log, method, friction_velocity_scale)  # issue 14: exit 2 or the prior
     if robot.floating_base:
         _identify_floating(robot, log, log_path, robot_source, out, method, quiet, dict(
             knot_stride=knot_stride, sigma_q=sigma_q, sigma_v=sigma_v, sigma_tau=sigma_tau, inertia=inertia,
@@ -334,7 +346,7 @@ def identify_cmd(log_path, robot_source, out, method, knot_stride, sigma_q, sigm
             symmetry_std=symmetry_std,
             constraints=constraints,
             process_noise=process_noise, impacts=impacts, touchdown_settle_s=touchdown_settle,
-            use_forces=use_forces))
+            use_forces=use_forces), checks)
         return
     knot_stride = 1 if knot_stride is None else knot_stride
     options = {"knot_stride": knot_stride, "sigma_q": sigma_q, "sigma_v": sigma_v, "sigma_tau": sigma_tau,
@@ -342,6 +354,9 @@ def identify_cmd(log_path, robot_source, out, method, knot_stride, sigma_q, sigm
                "friction_velocity_scale": friction_velocity_scale, "max_iterations": max_iterations}
     from ..estimation.smoother import EstimationError
 
+    if checks.prior_only:  # issue 14: --allow-prior on a log that cannot determine the parameters
+        return write_prior_answer(out, robot, log, log_path, robot_source, options, checks,
+                                  write_identification)
     t0 = time.perf_counter()
     if not quiet:
         echo_err(f"identifying {robot.name} ({robot.n_joints} joints) from {log_path}: "
@@ -361,6 +376,7 @@ def identify_cmd(log_path, robot_source, out, method, knot_stride, sigma_q, sigm
     with atomic_output_dir(out) as tmp:
         summary = write_identification(tmp, result, sg_filter, robot, log, log_path, robot_source, method,
                                        options, time.perf_counter() - t0)
+        annotate_summary(tmp, log, checks)  # issue 14
     conv = summary.get("converged")
     it = summary.get("iterations")
     click.echo(f"wrote {out}: {len(summary.get('joints', []))} joints, "
@@ -370,7 +386,7 @@ def identify_cmd(log_path, robot_source, out, method, knot_stride, sigma_q, sigm
                f"{summary['wall_seconds']:.1f} s")
 
 
-def _identify_floating(robot, log, log_path, robot_source, out, method, quiet, options):
+def _identify_floating(robot, log, log_path, robot_source, out, method, quiet, options, checks=None):
     from ..estimation.smoother import EstimationError
     from .floating import run_floating_identification, write_floating_identification
 
@@ -396,6 +412,7 @@ def _identify_floating(robot, log, log_path, robot_source, out, method, quiet, o
     with atomic_output_dir(out) as tmp:
         summary = write_floating_identification(tmp, result, est, robot, log, log_path, robot_source, method,
                                                 options, time.perf_counter() - t0)
+        annotate_summary(tmp, log, checks)  # issue 14
     msg = (f"wrote {out}: {len(summary.get('joints', []))} joints, {summary.get('parameters')} parameters, "
            f"method {method}, physically consistent: {summary.get('physically_consistent')}")
     if "constraints" in summary:

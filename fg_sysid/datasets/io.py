@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from ..robots import RobotModel, load_robot
+from .errors import BAG_REPORT_ATTR, LogError  # noqa: F401 (LogError is part of this module's API)
 from .log import Log
 
 #: Plausibility bounds: anything larger is taken as a unit or parsing error.
@@ -55,10 +56,6 @@ _WRENCHES = {"forces": ("force", MAX_NORM_FORCE, "N"), "torques": ("torque", MAX
 SUPPORTED_SUFFIXES = (".csv", ".parquet", ".pq")
 
 
-class LogError(ValueError):
-    """A log file is unreadable or violates the schema (the message names file, column and row)."""
-
-
 # ---------------------------------------------------------------------------------------------- reading
 def _read_table(path: Path) -> pd.DataFrame:
     if not path.is_file():
@@ -80,6 +77,12 @@ def _read_table(path: Path) -> pd.DataFrame:
     if dup:
         raise LogError(f"{path}: duplicate column(s) {dup}")
     return df
+
+
+def _num(x) -> str:
+    """A number as users write it (``0.015``, never ``np.float64(0.015)``): shortest round-trip repr."""
+    x = float(x)
+    return repr(int(x)) if x.is_integer() and abs(x) < 1e16 else repr(x)
 
 
 def _row_ref(path: Path, row: int) -> str:
@@ -260,8 +263,14 @@ def _read_floating_base(df: pd.DataFrame, path: Path, robot: RobotModel) -> tupl
     return out, used
 
 
-def read_log(path: str | os.PathLike, robot: RobotModel, locked_values: dict | None = None) -> Log:
-    """Read and validate a log for ``robot`` (CSV or Parquet, chosen by the file suffix).
+def read_log(path: str | os.PathLike, robot: RobotModel, locked_values: dict | None = None, *,
+             bag_options=None, echo=None, _frame: pd.DataFrame | None = None) -> Log:
+    """Read and validate a log for ``robot`` (CSV or Parquet by the file suffix, or a ROS bag).
+
+    ROS bags (a rosbag2 directory with ``metadata.yaml``, its ``.db3``/``.mcap`` file, or a ROS 1
+    ``.bag``) are converted by `fg_sysid.datasets.rosbag.read_bag_frame` (``bag_options``: a
+    `BagOptions`; ``echo``: callable receiving its one-line report) and then validated like a table;
+    `fg_sysid.datasets.rosbag.conversion_report(log)` returns what the conversion did.
 
     Columns are mapped to ``robot.joint_names`` order. Rules (each violation raises `LogError`):
 
@@ -286,7 +295,10 @@ def read_log(path: str | os.PathLike, robot: RobotModel, locked_values: dict | N
     check logged columns of locked joints (a warning if they stray more than 0.05 from the lock).
     """
     path = Path(path)
-    df = _read_table(path)
+    if _frame is not None:
+        df = _frame
+    else:
+        df = _read_any(path, bag_options, echo)
     if "t" not in df.columns:
         raise LogError(f"{path}: missing time column 't' (columns: {list(df.columns)[:12]})")
     if len(df) < 2:
@@ -319,7 +331,7 @@ def read_log(path: str | os.PathLike, robot: RobotModel, locked_values: dict | N
         r = int(bad[0]) + 1
         what = "duplicate" if dt[r - 1] == 0 else "decreasing"
         raise LogError(
-            f"{path}: column 't', {_row_ref(path, r)}: {what} time {t[r]!r} after {t[r - 1]!r} "
+            f"{path}: column 't', {_row_ref(path, r)}: {what} time {_num(t[r])} after {_num(t[r - 1])} "
             "(time must be strictly increasing)"
         )
 
@@ -371,6 +383,11 @@ def read_log(path: str | os.PathLike, robot: RobotModel, locked_values: dict | N
     if not_measured:
         warnings.warn(f"{path}: effort not measured (column absent or all NaN) for joint(s): "
                       + ", ".join(not_measured), stacklevel=2)
+    zero = [f"tau.{j}" for i, j in enumerate(robot_joints) if j not in not_measured and not np.any(tau[:, i])]
+    if zero:
+        warnings.warn(f"{path}: effort column(s) entirely zero: {', '.join(zero)} (read as measured zero "
+                      "efforts; write NaN or leave the column out if the effort was not logged)",
+                      stacklevel=2)
 
     fb, fb_used = _read_floating_base(df, path, robot)
     used = {"t"} | {f"{k}.{j}" for k in _KINDS for j in robot_joints} | fb_used
@@ -382,6 +399,7 @@ def read_log(path: str | os.PathLike, robot: RobotModel, locked_values: dict | N
             extra[c] = _numeric(df, c, path)
         except LogError:
             extra[c] = df[c].to_numpy()
+    _warn_unknown_columns(path, list(extra), locked, robot_joints, fb_used)
     for j, val in locked.items():
         col = f"q.{j}"
         if col in extra and val is not None:
@@ -391,7 +409,41 @@ def read_log(path: str | os.PathLike, robot: RobotModel, locked_values: dict | N
                 warnings.warn(f"{path}: joint {j!r} is locked at {val:g} in the model but its logged "
                               f"position departs from it by up to {dev:.3g}", stacklevel=2)
 
-    return Log(t=t, q=q, v=v, tau=tau, joint_names=tuple(robot_joints), source=str(path), extra=extra, **fb)
+    log = Log(t=t, q=q, v=v, tau=tau, joint_names=tuple(robot_joints), source=str(path), extra=extra, **fb)
+    report = df.attrs.get(BAG_REPORT_ATTR)
+    if report is not None:
+        from .rosbag import register_report
+
+        register_report(log, report)
+    return log
+
+
+def _warn_unknown_columns(path: Path, extra_cols: list[str], locked: dict, robot_joints: list[str],
+                          used: set) -> None:
+    """One warning naming the columns outside the schema (kept in ``Log.extra``, unused), with the
+    closest schema column for likely typos (``tua.joint1`` -> ``tau.joint1``)."""
+    import difflib
+
+    ignored = [c for c in extra_cols if not ((s := _split_column(c)) is not None and s[1] in locked)]
+    if not ignored:
+        return
+    expected = [f"{k}.{j}" for k in _KINDS for j in robot_joints] + ["t"] + sorted(used)
+    expected += [f"{p}.{c}" for p, comps, _, _ in _GROUPS.values() for c in comps]
+    parts = []
+    for c in ignored:
+        close = difflib.get_close_matches(c, expected, n=1, cutoff=0.8)
+        parts.append(f"{c!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+    warnings.warn(f"{path}: column(s) outside the log schema are ignored by the estimators: "
+                  + ", ".join(parts), stacklevel=3)
+
+
+def _read_any(path: Path, bag_options=None, echo=None) -> pd.DataFrame:
+    """A table from a CSV/Parquet file or a ROS bag (see `read_log`)."""
+    from .rosbag import is_bag, read_bag_frame
+
+    if is_bag(path):
+        return read_bag_frame(path, bag_options, echo=echo)
+    return _read_table(path)
 
 
 # ---------------------------------------------------------------------------------------------- writing
@@ -457,12 +509,14 @@ def write_log(log: Log, path: str | os.PathLike) -> Path:
 
 # ---------------------------------------------------------------------------------------------- helpers
 def load_log_for_robot(
-    path: str | os.PathLike, robot_name_or_urdf: str | os.PathLike | RobotModel
+    path: str | os.PathLike, robot_name_or_urdf: str | os.PathLike | RobotModel, *, bag_options=None,
+    echo=None,
 ) -> tuple[RobotModel, Log]:
     """Load a robot and a log together: robot joints absent from the log are locked at neutral.
 
-    ``robot_name_or_urdf`` is a catalog name, a URDF path or a `RobotModel`. Joints of the robot with
-    no ``q.<joint>`` column are locked (``robot.lock({joint: None})``) with one warning naming them;
+    ``robot_name_or_urdf`` is a catalog name, a URDF path or a `RobotModel`; ROS bags are
+    read as in `read_log` (``bag_options``, ``echo``). Joints of the robot with no ``q.<joint>``
+    column are locked (``robot.lock({joint: None})``) with one warning naming them;
     log joints the robot does not have are an error (`LogError`). Returns the consistent
     ``(robot, log)`` pair (``log.joint_names == robot.joint_names``).
     """
@@ -471,10 +525,15 @@ def load_log_for_robot(
         robot = robot_name_or_urdf
     else:
         robot = load_robot(robot_name_or_urdf)
-    if not path.is_file():
+    from .rosbag import is_bag, read_bag_frame
+
+    frame = None
+    if is_bag(path):
+        frame = read_bag_frame(path, bag_options, echo=echo)
+        columns = list(frame.columns)
+    elif not path.is_file():
         raise LogError(f"{path}: log file not found")
-    suffix = path.suffix.lower()
-    if suffix == ".csv":
+    elif path.suffix.lower() == ".csv":
         try:
             columns = list(pd.read_csv(path, nrows=0).columns)
         except Exception as e:
@@ -496,4 +555,4 @@ def load_log_for_robot(
             "neutral: " + ", ".join(absent),
             stacklevel=2,
         )
-    return robot, read_log(path, robot)
+    return robot, read_log(path, robot, _frame=frame)
