@@ -200,6 +200,8 @@ def random_graph(rng, N=9, nx=7, nt=5, cache=None):
     for m in (4, 1):
         g.pair.append((rng.standard_normal((N - 1, m, nx)), rng.standard_normal((N - 1, m, nx)),
                        rng.standard_normal((N - 1, m))))
+    g.knot.append((np.zeros((N, 2, nx)), rng.standard_normal((N, 2))))  # an all-zero block: skipped
+    g.pair.append((np.zeros((N - 1, 2, nx)), np.zeros((N - 1, 2, nx)), rng.standard_normal((N - 1, 2))))
     g.pair_theta.append((3, rng.standard_normal((2, nx)), rng.standard_normal((2, nx)),
                          rng.standard_normal((2, nt)), rng.standard_normal(2)))
     g.prior_w = rng.uniform(0.5, 2.0, nt)
