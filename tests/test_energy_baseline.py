@@ -1,4 +1,4 @@
-"""Energy-regressor least squares (paper 004 Table II's "Energy" baseline) and `identify --method energy-ls`."""
+"""Energy-regressor least squares (paper 004 Table II's "Energy" baseline), `identify --method energy-ls`."""
 
 import json
 

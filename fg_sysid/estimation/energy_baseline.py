@@ -254,8 +254,9 @@ class EnergyLeastSquares:
         self.result_ = EnergyResult(
             names=list(layout.names), estimate=p, std=std, filter=filt, rank=rank, n_parameters=layout.n,
             seconds=time.perf_counter() - t0,
-            physical_consistency={"consistent": bool(np.all(eig > 0)), "min_eigenvalue": eig.tolist(),
-                                  "inconsistent_bodies": [robot.body_names[i] for i in np.flatnonzero(eig <= 0)]},
+            physical_consistency={
+                "consistent": bool(np.all(eig > 0)), "min_eigenvalue": eig.tolist(),
+                "inconsistent_bodies": [robot.body_names[i] for i in np.flatnonzero(eig <= 0)]},
             measured_joints=tuple(robot.joint_names),
             residual_rms=np.array([float(np.sqrt(np.mean((A @ p - W) ** 2)))]),
             groups=parameter_groups(robot), theta=theta, inertia_parameterization=layout.inertia.name,

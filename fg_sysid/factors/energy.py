@@ -99,7 +99,8 @@ def _sample_ranges(t: np.ndarray, t_a: np.ndarray, t_b: np.ndarray):
 
 
 def input_work(t: np.ndarray, v_meas: np.ndarray, tau_meas: np.ndarray, t_a, t_b,
-               joint_names=None, quadrature: str = "trapezoid", q_meas: np.ndarray | None = None) -> np.ndarray:
+               joint_names=None, quadrature: str = "trapezoid",
+               q_meas: np.ndarray | None = None) -> np.ndarray:
     """Measured input work ``Ŵ = ∫_{t_a}^{t_b} v̂ᵀ τ̂ dt`` [J] per window.
 
     ``t`` (N,) sample times [s]; ``v_meas``, ``tau_meas`` (N, n_joints) joint velocities [rad/s | m/s] and
