@@ -66,5 +66,5 @@ def study_cmd(config_path, out, scheduler, workers, retry_failed, max_runs, dry_
             rows.to_parquet(tmp, index=False)
     write_report(rows, out, config.name, counts)
     n_ok = int((rows["status"] == "ok").sum()) if len(rows) else 0
-    click.echo(f"wrote {out}: {len(rows)}/{counts['total']} runs finished ({n_ok} ok), ran {counts['ran']} now "
-               f"({counts['failed_now']} failed), skipped {counts['skipped']} finished before")
+    click.echo(f"wrote {out}: {len(rows)}/{counts['total']} runs finished ({n_ok} ok), ran {counts['ran']} "
+               f"now ({counts['failed_now']} failed), skipped {counts['skipped']} finished before")
