@@ -10,7 +10,7 @@ from .common import atomic_output_file, echo_err, fail, main
 @main.command("study")
 @click.argument("config_path", metavar="CONFIG.yaml", type=click.Path(dir_okay=False))
 @click.option("--out", "out", default=None, type=click.Path(file_okay=False),
-              help="Study directory (default: study-<name> next to CONFIG); runs/<id>.parquet rows, "
+              help="Study directory (default: ./study-<name>); runs/<id>.parquet rows, "
                    "results.parquet, report.md, PNG plots. Finished runs found there are skipped.")
 @click.option("--scheduler", default=None, metavar="ADDRESS",
               help="Dask scheduler address (e.g. tcp://10.0.0.1:8786) to run on a cluster; default: a local "
@@ -45,7 +45,7 @@ def study_cmd(config_path, out, scheduler, workers, retry_failed, max_runs, dry_
         config = load_config(config_path)
     except StudyConfigError as e:
         fail(str(e))
-    out = Path(out) if out else Path(config_path).resolve().parent / f"study-{config.name}"
+    out = Path(out) if out else Path(f"study-{config.name}")
     if dry_run:
         from ..study.runner import pending_runs
 
