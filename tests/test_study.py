@@ -1,4 +1,4 @@
-"""`fg-sysid study`: a ≥ 40-run grid on a Dask LocalCluster, resuming after an interrupt, failures recorded."""
+"""`fg-sysid study`: a >= 40-run grid on a Dask LocalCluster, resume after an interrupt, failures recorded."""
 
 from pathlib import Path
 
