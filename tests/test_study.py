@@ -1,5 +1,6 @@
 """`fg-sysid study`: a >= 40-run grid on a Dask LocalCluster, resume after an interrupt, failures recorded."""
 
+import os
 from pathlib import Path
 
 import pandas as pd
@@ -135,3 +136,13 @@ def test_shipped_configs_parse(name):
     path = Path(__file__).resolve().parents[1] / "examples" / "studies" / name
     cfg = load_config(path)
     assert len(cfg.runs) >= 4
+
+
+def test_local_process_pool(tmp_path):
+    """The default executor: a spawned process pool (here 1 process, 2 runs)."""
+    cfg = parse_config({**TINY, "noise": [0.0], "methods": ["energy-ls"], "seeds": [0, 1],
+                        "options": [{"name": "in-class"}]}, "pool.yaml")
+    counts = run_study(cfg, tmp_path / "out", workers=1, progress=False)
+    rows = counts["results"]
+    assert counts["ran"] == 2 and len(rows) == 2 and (rows.status == "ok").all()
+    assert rows.host.nunique() == 1 and not rows.host.iloc[0].endswith(f":{os.getpid()}")
