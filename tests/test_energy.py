@@ -202,3 +202,25 @@ def test_stance_constant_windows_drop_contact_switches():
     contacts = np.array([[1, 1], [1, 1], [1, 0], [1, 0], [1, 0], [1, 1]], bool)
     starts = interval_windows(6, 2, stride=1)  # 0..3
     assert list(stance_constant_windows(starts, 2, contacts)) == [2]
+
+
+def test_gtsam_energy_factor_jacobians():
+    import gtsam
+
+    from fg_sysid.factors.gtsam_energy import energy_factor
+    from fg_sysid.factors.gtsam_factors import check_factor_jacobians
+    from fg_sysid.factors.keys import THETA, state
+
+    robot = load_robot("z1")
+    layout = ParameterLayout.create(robot, "exponential-eigenvalue")
+    rng = np.random.default_rng(7)
+    th0, std = layout.prior()
+    f = energy_factor(EnergyResidual(layout), 3, 4, 0.10, 0.12, 0.05, 0.01)
+    values = gtsam.Values()
+    values.insert(state(3), rng.standard_normal(3 * robot.nv))
+    values.insert(state(4), rng.standard_normal(3 * robot.nv))
+    values.insert(THETA, th0 + 0.1 * std * rng.standard_normal(layout.n))
+    check_factor_jacobians(f, values, tol=1e-5, rtol=1e-5)
+    assert f.dim() == 1 and f.error(values) > 0
+    with pytest.raises(ValueError, match="t1 must be > t0"):
+        energy_factor(EnergyResidual(layout), 3, 4, 0.12, 0.12, 0.05, 0.01)
