@@ -69,7 +69,10 @@ def plot_error_boxes(rows: pd.DataFrame, path) -> Path | None:
     methods = sorted(ok["method"].unique())
     for ax, m in zip(axes, ("friction_error", "inertial_error"), strict=True):
         data = [ok.loc[ok["method"] == meth, m].to_numpy() for meth in methods]
-        ax.boxplot(data, tick_labels=methods)
+        try:
+            ax.boxplot(data, tick_labels=methods)
+        except TypeError:  # matplotlib < 3.9 names it labels
+            ax.boxplot(data, labels=methods)
         ax.set_yscale("log")
         ax.set_title(f"{m} (all σ, robots, options)")
         ax.grid(True, axis="y", alpha=0.3)
