@@ -85,6 +85,9 @@ class EnergyLeastSquares:
         Noise stds [rad, rad/s, N·m]; default: estimated from the log.
     fit_friction, fit_armature : bool
         Estimate friction / armature (else held at the URDF prior).
+    prior_mean : array, optional
+        Physical vector (baseline layout) to centre the prior on (and rank-deficient directions at)
+        instead of the URDF nominal — e.g. a random initial guess.
     work_quadrature : ``"zoh"`` | ``"trapezoid"``
         Input work from held efforts and positions (``Σ τ̂_iᵀ Δq̂_i``, exact for sampled-and-held
         commands, default) or the trapezoid rule on ``v̂ᵀτ̂`` (paper 004 eq. 63); see `input_work`.
@@ -94,7 +97,8 @@ class EnergyLeastSquares:
                  inertia: str = "exponential-eigenvalue", prior_weight: float = 1.0, velocity: str = "auto",
                  sg_window_s: float = 0.02, sigma_q=None, sigma_v=None, sigma_tau=None,
                  fit_friction: bool = True, fit_armature: bool = True, max_nfev: int = 300,
-                 work_quadrature: str = "zoh", verbose: bool = False):
+                 work_quadrature: str = "zoh", prior_mean: np.ndarray | None = None, verbose: bool = False):
+        self.prior_mean = prior_mean
         self.work_quadrature = work_quadrature
         self.window_s = window_s
         self.velocity_scale = velocity_scale
@@ -172,7 +176,10 @@ class EnergyLeastSquares:
         st = highfreq_noise_std(tau) if self.sigma_tau is None else np.full(robot.n_joints,
                                                                              float(self.sigma_tau))
         sW = input_work_std(t, v, tau, t[starts], t[starts + L], sv, st, self.work_quadrature, q, sq)
-        th_prior, std_prior = layout.prior()
+        mean = None if self.prior_mean is None else np.asarray(self.prior_mean, float)
+        if mean is not None and mean.shape != (layout.n,):
+            raise ValueError(f"prior_mean has {mean.size} entries; robot {robot.name!r} needs {layout.n}")
+        th_prior, std_prior = layout.prior(mean_physical=mean)
         res.set_theta(th_prior)
         ends = starts + L
         ga_q, ga_v = res.energy_gradients(q[starts], v[starts])
@@ -184,7 +191,7 @@ class EnergyLeastSquares:
         bw = W / sigma_row
 
         # ---- step 1: linear ridge LS toward the nominal (column-scaled)
-        p_nom = layout.nominal_physical()
+        p_nom = layout.to_physical(th_prior)
         free = np.ones(layout.n, bool)
         if not self.fit_friction:
             free[layout.s_friction] = False

@@ -15,7 +15,8 @@ A study is the grid robots × motions × noise levels × methods × seeds × opt
       - {name: default}
       - {name: vs-0.02, truth_friction_velocity_scale: 0.02}
     truth:    {friction_velocity_scale: 0.02}   # simulator (true system) defaults
-    estimator: {friction_velocity_scale: 0.05, max_iterations: 20, knot_stride: 1, energy_window_s: 0.1}
+    estimator: {friction_velocity_scale: 0.05, max_iterations: 20, knot_stride: 1, energy_window_s: 0.1,
+                init_spread: 0.0}                # > 0: random initial guess / prior mean (see methods.py)
     heldout:  {duration: 4.0, seed_offset: 1000}  # noise-free held-out motion of the same true robot
 
 Option-set keys: ``name`` and any key of ``truth`` (prefixed ``truth_``) or ``estimator``; they override the
@@ -38,7 +39,7 @@ from .methods import METHODS
 
 TRUTH_KEYS = {"friction_velocity_scale": 0.05}
 ESTIMATOR_KEYS = {"friction_velocity_scale": 0.05, "max_iterations": 20, "knot_stride": 1,
-                  "energy_window_s": 0.1}
+                  "energy_window_s": 0.1, "init_spread": 0.0}
 HELDOUT_KEYS = {"duration": 4.0, "seed_offset": 1000}
 TOP_KEYS = {"name", "robots", "motions", "noise", "methods", "seeds", "options", "truth", "estimator",
             "heldout"}
@@ -113,6 +114,8 @@ def _check_values(src, where, d):
         if k in ("max_iterations", "knot_stride", "seed_offset"):
             if isinstance(v, bool) or not isinstance(v, int) or v < (0 if k == "seed_offset" else 1):
                 _err(src, f"{where}.{k} must be an integer >= {0 if k == 'seed_offset' else 1}, got {v!r}")
+        elif k == "init_spread":
+            _number(src, f"{where}.{k}", v, nonneg=True)
         else:
             _number(src, f"{where}.{k}", v, positive=True)
 

@@ -80,6 +80,7 @@ def run_one(spec: RunSpec) -> dict:
                                      if k not in ("truth", "estimator", "heldout")}}
     row["truth_friction_velocity_scale"] = float(spec.truth["friction_velocity_scale"])
     row["estimator_friction_velocity_scale"] = float(spec.estimator["friction_velocity_scale"])
+    row["init_spread"] = float(spec.estimator.get("init_spread", 0.0))
     row["host"] = f"{socket.gethostname()}:{os.getpid()}"
     t0 = time.perf_counter()
     try:
@@ -97,7 +98,7 @@ def run_one(spec: RunSpec) -> dict:
             t1 = time.perf_counter()
             if spec.method not in METHODS:
                 raise ValueError(f"unknown method {spec.method!r}; choices: {', '.join(METHODS)}")
-            p, info = METHODS[spec.method](robot, sim.log, spec.estimator)
+            p, info = METHODS[spec.method](robot, sim.log, spec.estimator, spec.seed)
             t2 = time.perf_counter()
             if not np.all(np.isfinite(p)):
                 raise FloatingPointError("the estimate has non-finite entries")
