@@ -11,9 +11,9 @@ Random initial guesses (paper 004 Sec. IX-A/D: "initialized with a 70 % relative
 θ₀ = θ̄ + (s / 0.7)·σ_θ·N(0, 1) in the exponential–eigenvalue coordinates of the URDF prior (σ_θ:
 `ParameterLayout.prior`'s 70 % widths: std s on log-mass and log principal moments, s × the body's scale
 on the first moments, s rad on the principal axes; std s on log friction and log armature), from
-``seed``: a physically consistent guess p₀ = p(θ₀) (`random_initial_guess`). The smoother then starts at p₀ and centres its prior on it
-(``prior_mean=p₀, init="prior"``); energy-ls centres its prior on p₀; ls-sg has no initial guess
-(linear least squares) and ignores it.
+``seed``: a physically consistent guess p₀ = p(θ₀) (`random_initial_guess`). The smoother then
+starts at p₀ and centres its prior on it (``prior_mean=p₀, init="prior"``); energy-ls centres its prior
+on p₀; ls-sg has no initial guess (linear least squares) and ignores it.
 """
 
 from __future__ import annotations
