@@ -105,7 +105,7 @@ def model_spec(result, robot: RobotModel, robot_source: str, sg_filter: dict | N
     else:  # BaselineResult: raw inertias (not constrained), Coulomb + viscous friction
         vs = 0.05 if velocity_scale is None else float(velocity_scale)
         layout = ParameterLayout.create(robot, "raw", "coulomb-viscous", vs)
-        method = "ls-sg"
+        method = getattr(result, "method", "ls-sg")  # energy-ls results carry their method (issue 12)
         p = np.asarray(result.estimate, float)
         if list(result.names) != list(layout.names):
             raise ValueError("baseline parameter names do not match the layout")

@@ -15,4 +15,5 @@ from . import identify as _identify  # noqa: E402,F401
 from . import predict as _predict  # noqa: E402,F401
 from . import robots as _robots  # noqa: E402,F401
 from . import simulate as _simulate  # noqa: E402,F401
+from . import study as _study  # noqa: E402,F401  (issue 12)
 from .common import main  # noqa: F401  (the click group)

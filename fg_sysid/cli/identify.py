@@ -20,7 +20,7 @@ from .data_options import (  # issue 14: ROS bags, degenerate-data checks
     write_prior_answer,
 )
 
-METHODS = ("smoother", "ls-sg")
+METHODS = ("smoother", "ls-sg", "energy-ls")  # energy-ls: issue 12 hook
 INERTIAS = ("log-cholesky", "exponential-eigenvalue", "raw")
 FRICTIONS = ("coulomb-viscous", "stribeck6")
 
@@ -59,6 +59,9 @@ def run_identification(robot, log, method: str = "smoother", *, knot_stride: int
             raise ValueError(f"--method ls-sg supports --friction coulomb-viscous only, not {friction!r}")
         res = LeastSquaresSG(velocity_scale=friction_velocity_scale).fit(log, robot).result_
         return res, {"window_s": float(res.filter["window_s"]), "polyorder": int(res.filter["polyorder"])}
+    if method == "energy-ls":  # issue 12 hook: energy-regressor baseline (estimation/energy_baseline.py)
+        from ..estimation.energy_baseline import run_energy_ls
+        return run_energy_ls(robot, log, friction, friction_velocity_scale, verbose=verbose)
     raise ValueError(f"unknown method {method!r}; choices: {', '.join(METHODS)}")
 
 
@@ -86,7 +89,8 @@ def _baseline_summary(res, robot, n_samples) -> dict:
         "seconds": res.seconds,
         "seconds_per_iteration": None,
         "parameters": res.n_parameters,
-        "inertia_parameterization": "raw (unconstrained least squares)",
+        "inertia_parameterization": getattr(res, "inertia_parameterization",  # issue 12 hook (energy-ls)
+                                            "raw (unconstrained least squares)"),
         "friction_model": "coulomb-viscous",
         "physically_consistent": bool(res.physical_consistency.get("consistent", False)),
         "inconsistent_bodies": res.physical_consistency.get("inconsistent_bodies", []),
@@ -252,7 +256,8 @@ def _positive(name, val, allow_none=True):
               help="Output directory (written atomically; replaced if it exists).")
 @click.option("--method", type=click.Choice(METHODS), default="smoother", show_default=True,
               help="smoother = joint state-parameter factor-graph smoother; ls-sg = classical least squares "
-                   "on Savitzky-Golay differentiated signals (baseline).")
+                   "on Savitzky-Golay differentiated signals (baseline); energy-ls = work-energy regressor "
+                   "least squares, physically consistent (baseline, no accelerations).")
 @click.option("--knot-stride", type=int, default=None,
               help="One smoother knot every N log samples [samples]. Default: 1 for fixed-base robots; for "
                    "floating bases from the log (10x the joints' bandwidth, at most 10 ms, a quarter of the "
