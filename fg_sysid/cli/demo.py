@@ -77,7 +77,8 @@ def demo_cmd(robot_name, out, duration, rate, noise, seed, quick, quiet):
         relative_rmse,
         relative_rmse_per_joint,
     )
-    from .identify import run_identification, write_identification
+    from .identify import run_identification
+    from .outputs import write_identification
 
     floating_args = (duration, rate)
     if duration is None:
@@ -93,8 +94,6 @@ def demo_cmd(robot_name, out, duration, rate, noise, seed, quick, quiet):
         fail(f"--seed must be >= 0, got {seed}")
     robot = load_robot_or_fail(robot_name)
     if robot.floating_base:
-        from .floating import floating_demo
-
         fl_duration = floating_args[0] or (1.0 if quick else FLOATING_DURATION)
         fl_rate = floating_args[1] or (200.0 if quick else FLOATING_RATE)
         floating_demo(robot, robot_name, out, fl_duration, fl_rate, noise, seed, quick, quiet,
@@ -119,7 +118,7 @@ def demo_cmd(robot_name, out, duration, rate, noise, seed, quick, quiet):
             say(f"demo: identifying with {method}")
             t0 = time.perf_counter()
             try:
-                res, filt = run_identification(robot, train.log, method, verbose=not quiet)
+                res, filt, _ = run_identification(robot, train.log, method, verbose=not quiet)
             except (EstimationError, ValueError) as e:
                 fail(f"{method}: {e}")
             (tmp / sub).mkdir()
@@ -192,3 +191,200 @@ def demo_cmd(robot_name, out, duration, rate, noise, seed, quick, quiet):
                    f"{r['held-out rel. RMSE (noisy log, SG acc.)']:9.4f}")
     click.echo(f"wrote {out} (report.md, heldout_efforts.png, identify/, identify-ls-sg/) in "
                f"{time.perf_counter() - t_all:.1f} s")
+
+
+def floating_demo(robot, robot_name, out, duration, rate, noise, seed, quick, quiet, knot_stride):
+    """`fg-sysid demo` for a free-flyer robot (MuJoCo logs; see the demo command's help)."""
+    import pandas as pd
+
+    from ..datasets.mujoco_sim import (
+        MujocoSimError,
+        draw_truth,
+        simulate_stance,
+        to_log,
+        write_mujoco_simulation,
+    )
+    from ..estimation.baseline import parameter_names
+    from ..estimation.metrics import base_pose_errors
+    from ..estimation.smoother import EstimationError
+    from ..floating_validation import floating_heldout_report
+    from ..report import joint_units, markdown_table, plot_efforts
+    from ..validation import nominal_model
+    from .identify import run_identification
+    from .outputs import WINDOWS, write_identification
+
+    say = (lambda msg: None) if quiet else echo_err
+    t_all = time.perf_counter()
+    drawn = draw_truth(robot, seed)
+    common = dict(inertial=drawn["inertial"], friction=(drawn["fc"], drawn["fv"]), armature=drawn["armature"])
+    say(
+        f"demo: MuJoCo {robot.name}, training sway {duration:g} s and held-out sway {duration:g} s at "
+        f"{rate:g} Hz, noise {noise:g} (seed {seed})"
+    )
+    try:
+        train = simulate_stance(robot, duration, rate, seed=seed, noise=noise, motion="sway", **common)
+        held = simulate_stance(
+            robot, duration, rate, seed=seed + 1, noise=noise, motion="sway", sway_amplitude=0.14, **common
+        )
+    except MujocoSimError as e:
+        fail(str(e))
+    log_train, log_held = to_log(train), to_log(held)
+    feet, radius = tuple(train.foot_frames), float(train.truth["foot_radius"])
+    p_true = np.array([train.truth["parameters"][n] for n in parameter_names(robot)])
+    m_true = float(drawn["inertial"][:, 0].sum())
+    out_path = Path(out)
+    with atomic_output_dir(out) as tmp:
+        for sub, res in (("train", train), ("heldout", held)):
+            (tmp / sub).mkdir()
+            write_mujoco_simulation(res, tmp / sub)
+        results = {}
+        opts = {
+            "smoother": {
+                "contact_frames": feet,
+                "contact_radius": radius,
+                "knot_stride": knot_stride,
+                "use_forces": False,
+            },
+            "ls-sg": {"contact_radius": radius},
+        }
+        for method, sub in (("smoother", "identify"), ("ls-sg", "identify-ls-sg")):
+            say(f"demo: identifying with {method}")
+            t0 = time.perf_counter()
+            try:
+                res, _, est = run_identification(robot, log_train, method, opts[method], verbose=not quiet)
+            except (EstimationError, ValueError) as e:
+                fail(f"{method}: {e}")
+            (tmp / sub).mkdir()
+            summary = write_identification(
+                tmp / sub, res, None, robot, log_train, out_path / "train" / "log.parquet", robot_name,
+                method, {k: v for k, v in opts[method].items() if k != "contact_frames"},
+                time.perf_counter() - t0, estimator=est)
+            results[method] = (res, est, summary)
+        models = {
+            "identified (smoother)": results["smoother"][0],
+            "decoupled LS (baseline)": results["ls-sg"][0].estimate,
+            "nominal URDF": nominal_model(robot),
+            "true parameters (floor)": p_true,
+        }
+        floors = {
+            w: floating_heldout_report(
+                p_true, robot, log_held, window_s=w, contact_frames=feet, contact_radius=radius, mode="forces"
+            )["overall"]
+            for w in WINDOWS
+        }
+        window = min(floors, key=floors.get)
+        rows = []
+        for label, m in models.items():
+            rep = floating_heldout_report(
+                m, robot, log_held, window_s=window, contact_frames=feet, contact_radius=radius, mode="forces"
+            )
+            cc = floating_heldout_report(
+                m,
+                robot,
+                log_held,
+                window_s=window,
+                contact_frames=feet,
+                contact_radius=radius,
+                mode="contact-consistent",
+            )
+            rows.append(
+                {
+                    "model": label,
+                    "held-out rel. RMSE (measured forces)": rep["overall"],
+                    "ratio to floor": rep["overall"] / floors[window],
+                    "contact-consistent error": cc["overall"],
+                }
+            )
+        table = pd.DataFrame(rows)
+        s = results["smoother"][2]
+        fb = s["floating_base"]
+        sm = results["smoother"][1]
+        ang, pos = base_pose_errors(train.q_pin[sm._idx], sm.state_["q"])
+        m_sm = fb["total_mass_estimate"]
+        m_ls = float(np.sum(results["ls-sg"][0].estimate[: 10 * robot.n_bodies : 10]))
+        reps = {
+            label: floating_heldout_report(
+                models[label],
+                robot,
+                log_held,
+                window_s=window,
+                contact_frames=feet,
+                contact_radius=radius,
+                mode="forces",
+            )
+            for label in ("identified (smoother)", "decoupled LS (baseline)", "nominal URDF")
+        }
+        rep = reps["identified (smoother)"]
+        keep = np.asarray(rep["t"]) <= rep["t"][0] + 3.0
+        rows_used = np.asarray(rep["rows"])[keep]
+        preds = {label: np.asarray(r["tau"])[keep] for label, r in reps.items()}
+        plot_efforts(
+            np.asarray(rep["t"])[keep],
+            np.asarray(log_held.tau)[rows_used],
+            preds,
+            list(robot.joint_names),
+            tmp / "heldout_efforts.png",
+            units=joint_units(robot),
+            title=f"{robot.name}: held-out efforts, measured vs predicted with the measured contact forces",
+        )
+        c = s["constraints"]
+        lines = [
+            f"# fg-sysid demo: {robot.name} (floating base, MuJoCo)",
+            "",
+            f"- training log: stance sway, {duration:g} s at {rate:g} Hz; held-out log: a sway of another "
+            f"amplitude, same true robot (URDF inertias perturbed, joint dry friction, damping, armature; "
+            f"seed {seed}); noise std {noise:g} on q [rad], v [rad/s], tau [N·m], gyro [rad/s], "
+            f"10× on the accelerometer [m/s²]",
+            "- identification uses encoders, efforts, IMU, base pose and contact flags — not the contact "
+            "forces",
+            f"- smoother: {s['knots']} knots, {s['iterations']} iterations, {s['seconds']:.3g} s, physically "
+            f"consistent: {s['physically_consistent']}",
+            f"- total mass: true {m_true:.3f} kg, smoother {m_sm:.3f} kg "
+            f"({100 * (m_sm / m_true - 1):+.2f} %), "
+            f"decoupled LS {m_ls:.3f} kg ({100 * (m_ls / m_true - 1):+.2f} %)",
+            f"- smoothed base trajectory vs truth: orientation max {ang.max():.3f}° (RMS "
+            f"{np.sqrt(np.mean(ang**2)):.3f}°), position max {1e3 * pos.max():.2f} mm",
+            f"- constraints at the solution: contact position {c['contact_position_max_m']:.2g} m, velocity "
+            f"{c['contact_velocity_max_m_per_s']:.2g} m/s, acceleration "
+            f"{c['contact_acceleration_max_m_per_s2']:.2g} "
+            f"m/s², base-row inverse dynamics {c['inverse_dynamics_base_rows_max']:.2g} N|N·m",
+            "",
+            "## Held-out effort prediction",
+            "",
+            "Joint efforts predicted from the held-out log's states (Savitzky–Golay on the configuration "
+            f"manifold, window {window * 1e3:.0f} ms: the one that gives the true parameters the smallest "
+            "error) and its measured contact forces, against the measured efforts; *floor* = the true "
+            "parameters through the same prediction (soft contacts, dry friction and rolling feet are not "
+            "in the rigid-body model). The contact-consistent error needs no forces "
+            "(docs/floating-prediction.md).",
+            "",
+            markdown_table(table),
+            "",
+            "![held-out efforts](heldout_efforts.png)",
+            "",
+            "Reports: [smoother](identify/report.md), [decoupled LS](identify-ls-sg/report.md). Re-run: "
+            f"`fg-sysid predict {out_path / 'identify'} {out_path / 'heldout' / 'log.parquet'} "
+            "--out pred.csv`.",
+            "",
+        ]
+        (tmp / "report.md").write_text("\n".join(lines))
+    click.echo(
+        f"held-out effort relative RMSE, {robot.name} (MuJoCo, {duration:g} s at {rate:g} Hz, "
+        f"noise {noise:g}):"
+    )
+    w = max(len(r["model"]) for r in rows)
+    for r in rows:
+        click.echo(
+            f"  {r['model']:<{w}s}  {r['held-out rel. RMSE (measured forces)']:8.4f}  "
+            f"({r['ratio to floor']:.2f}x floor)"
+        )
+    click.echo(
+        f"total mass error: smoother {100 * (m_sm / m_true - 1):+.2f} %, "
+        f"decoupled {100 * (m_ls / m_true - 1):+.2f} %;"
+        f" base orientation error max {ang.max():.3f}°"
+    )
+    click.echo(
+        f"wrote {out} (report.md, heldout_efforts.png, identify/, identify-ls-sg/) in "
+        f"{time.perf_counter() - t_all:.1f} s"
+    )
+    return table

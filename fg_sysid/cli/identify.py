@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import math
 import time
-from pathlib import Path
 
 import click
 import numpy as np
 
-from .common import atomic_output_dir, echo_err, fail, json_safe, main
+from .common import atomic_output_dir, echo_err, fail, main
 from .data_options import (  # issue 14: ROS bags, degenerate-data checks
     allow_prior_option,
     annotate_summary,
@@ -19,6 +17,7 @@ from .data_options import (  # issue 14: ROS bags, degenerate-data checks
     run_data_checks,
     write_prior_answer,
 )
+from .outputs import write_identification
 
 METHODS = ("smoother", "ls-sg", "energy-ls")  # energy-ls: issue 12 hook
 INERTIAS = ("log-cholesky", "exponential-eigenvalue", "raw")
@@ -37,207 +36,52 @@ def load_inputs(log_path, robot_source):
         fail(str(e))
 
 
-def run_identification(robot, log, method: str = "smoother", *, knot_stride: int = 1, sigma_q=None,
-                       sigma_v=None, sigma_tau=None, inertia: str = "log-cholesky",
-                       friction: str = "coulomb-viscous", friction_velocity_scale: float = 0.05,
-                       max_iterations: int = 30, verbose: bool = True):
-    """Run one estimator. Returns ``(result, sg_filter)``: an `IdentificationResult` (smoother) or a
-    `BaselineResult` (ls-sg), and the SG filter {window_s, polyorder} chosen on this log (stored in
-    model.json for held-out differentiation). Raises EstimationError / ValueError on failure."""
+def run_identification(robot, log, method: str = "smoother", options: dict | None = None,
+                       verbose: bool = True):
+    """Run one estimator on ``log``, fixed or floating base. Returns ``(result, sg_filter, estimator)``:
+    an `IdentificationResult` (smoother) or a baseline result; the SG filter {window_s, polyorder} chosen
+    on this log (fixed base; None for floating bases, whose writer chooses it); the fitted estimator.
+    ``options``: the smoother's keyword arguments (floating-base ones only for floating robots).
+    Raises EstimationError / ValueError on failure."""
+    options = {k: v for k, v in (options or {}).items() if v is not None}
+    vs = options.get("friction_velocity_scale", 0.05)
+    friction = options.get("friction", "coulomb-viscous")
     if method == "smoother":
-        from ..estimation.smoother import JointSmoother
-
-        sm = JointSmoother(robot, inertia=inertia, friction=friction,
-                           friction_velocity_scale=friction_velocity_scale, knot_stride=knot_stride,
-                           sigma_q=sigma_q, sigma_v=sigma_v, sigma_tau=sigma_tau,
-                           max_iterations=max_iterations, verbose=verbose).fit(log)
-        return sm.result_, dict(sm.init_filter_)
+        if robot.floating_base:
+            from ..estimation.floating_smoother import FloatingBaseSmoother as Smoother
+        else:
+            from ..estimation.smoother import JointSmoother as Smoother
+        sm = Smoother(robot, verbose=verbose, **options).fit(log)
+        return sm.result_, (None if robot.floating_base else dict(sm.init_filter_)), sm
     if method == "ls-sg":
-        from ..estimation.baseline import LeastSquaresSG
-
         if friction != "coulomb-viscous":
             raise ValueError(f"--method ls-sg supports --friction coulomb-viscous only, not {friction!r}")
-        res = LeastSquaresSG(velocity_scale=friction_velocity_scale).fit(log, robot).result_
-        return res, {"window_s": float(res.filter["window_s"]), "polyorder": int(res.filter["polyorder"])}
-    if method == "energy-ls":  # issue 12 hook: energy-regressor baseline (estimation/energy_baseline.py)
+        if robot.floating_base:
+            from ..estimation.floating_baseline import DecoupledFloatingBaseLS
+            from ..estimation.floating_smoother import full_configuration
+
+            if log.base_pos is None or log.base_quat is None:
+                raise ValueError("the decoupled baseline needs the base pose (base.pos.*, base.quat.*) in "
+                                 "the log")
+            if not log.contacts:
+                raise ValueError("the decoupled baseline needs contact flags (contact.<frame> columns)")
+            tau = np.nan_to_num(np.asarray(log.tau, float))
+            est = DecoupledFloatingBaseLS(velocity_scale=vs).fit(full_configuration(log, robot), log.t, tau,
+                                                                 log.contacts, robot)
+            return est.result_, None, est
+        from ..estimation.baseline import LeastSquaresSG
+
+        est = LeastSquaresSG(velocity_scale=vs).fit(log, robot)
+        res = est.result_
+        filt = {"window_s": float(res.filter["window_s"]), "polyorder": int(res.filter["polyorder"])}
+        return res, filt, est
+    if method == "energy-ls" and not robot.floating_base:  # energy-regressor baseline (issue 12)
         from ..estimation.energy_baseline import run_energy_ls
-        return run_energy_ls(robot, log, friction, friction_velocity_scale, verbose=verbose)
-    raise ValueError(f"unknown method {method!r}; choices: {', '.join(METHODS)}")
 
-
-def _baseline_table(res, robot):
-    from ..estimation.baseline import nominal_parameters
-
-    t = res.parameters_table()
-    t["prior_mean"] = nominal_parameters(robot)
-    t["prior_std"] = np.nan
-    t["std_ratio"] = np.nan
-    return t
-
-
-def _baseline_summary(res, robot, n_samples) -> dict:
-    filt = {k: v for k, v in res.filter.items() if k != "cv"}
-    return {
-        "method": "ls-sg",
-        "robot": robot.name,
-        "joints": list(robot.joint_names),
-        "locked_joints": robot.locked_joints,
-        "knots": int(n_samples),
-        "iterations": 0,
-        "final_cost": None,
-        "converged": True,
-        "seconds": res.seconds,
-        "seconds_per_iteration": None,
-        "parameters": res.n_parameters,
-        "inertia_parameterization": getattr(res, "inertia_parameterization",  # issue 12 hook (energy-ls)
-                                            "raw (unconstrained least squares)"),
-        "friction_model": "coulomb-viscous",
-        "physically_consistent": bool(res.physical_consistency.get("consistent", False)),
-        "inconsistent_bodies": res.physical_consistency.get("inconsistent_bodies", []),
-        "rank": res.rank,
-        "filter": filt,
-        "measured_joints": list(res.measured_joints),
-        "filtered_residual_rms": res.residual_rms,
-        "cost_history": [],
-    }
-
-
-def _trajectory_frame(result, log, sg_filter, robot):
-    """The smoother's knots, or for ls-sg the SG-smoothed q and its derivatives (the baseline's CV filter)."""
-    import pandas as pd
-
-    if getattr(result, "trajectory", None) is not None:
-        return result.trajectory
-    from ..estimation.noise import savgol_derivatives
-
-    qs, vs, as_ = savgol_derivatives(log.t, np.asarray(log.q, float), sg_filter["window_s"],
-                                     sg_filter["polyorder"])
-    cols = {"t": np.asarray(log.t, float)}
-    for i, j in enumerate(robot.joint_names):
-        cols[f"q.{j}"] = qs[:, i]
-        cols[f"v.{j}"] = vs[:, i]
-        cols[f"a.{j}"] = as_[:, i]
-    return pd.DataFrame(cols)
-
-
-def write_identification(out_dir, result, sg_filter, robot, log, log_path, robot_source, method,
-                         options: dict, wall_seconds: float) -> dict:
-    """Write parameters.csv, trajectory.parquet, summary.json, model.json, report.md and its PNGs into
-    the (existing, empty) ``out_dir``. Returns the summary dict."""
-    from ..report import (
-        joint_units,
-        markdown_table,
-        parameters_excerpt,
-        plot_convergence,
-        plot_efforts,
-    )
-    from ..validation import model_spec, predict_efforts, relative_rmse, relative_rmse_per_joint
-
-    out_dir = Path(out_dir)
-    if method == "smoother":
-        table = result.parameters_table()
-        summary = result.summary()
-    else:
-        table = _baseline_table(result, robot)
-        summary = _baseline_summary(result, robot, log.n_samples)
-    table = table[["name", "group", "estimate", "std", "prior_mean", "prior_std", "std_ratio"]]
-    table.to_csv(out_dir / "parameters.csv", index=False)
-
-    traj = _trajectory_frame(result, log, sg_filter, robot)
-    traj.to_parquet(out_dir / "trajectory.parquet", index=False)
-
-    # model efforts along the smoothed trajectory vs the measured efforts at the same instants
-    names = list(robot.joint_names)
-    qk = traj[[f"q.{j}" for j in names]].to_numpy()
-    vk = traj[[f"v.{j}" for j in names]].to_numpy()
-    ak = traj[[f"a.{j}" for j in names]].to_numpy()
-    idx = np.clip(np.searchsorted(np.asarray(log.t, float), traj["t"].to_numpy()), 0, log.n_samples - 1)
-    tau_meas = np.asarray(log.tau, float)[idx]
-    tau_model = predict_efforts(result, robot, qk, vk, ak,
-                                velocity_scale=options.get("friction_velocity_scale"))
-    per_joint = relative_rmse_per_joint(tau_model, tau_meas)
-
-    summary = dict(summary)
-    summary["method"] = method
-    summary["log"] = str(log_path)
-    summary["robot_source"] = str(robot_source)
-    summary["samples"] = log.n_samples
-    summary["options"] = options
-    summary["wall_seconds"] = wall_seconds
-    summary["sg_filter"] = sg_filter
-    summary["training_relative_rmse"] = {
-        "overall": relative_rmse(tau_model, tau_meas) if np.any(log.tau_measured) else None,
-        "per_joint": dict(zip(names, per_joint.tolist(), strict=True)),
-        "note": "model efforts at the smoothed trajectory vs measured efforts (training log)",
-    }
-    (out_dir / "summary.json").write_text(json.dumps(json_safe(summary), indent=2) + "\n")
-
-    spec = model_spec(result, robot, str(robot_source), sg_filter=sg_filter, training_log=str(log_path),
-                      velocity_scale=options.get("friction_velocity_scale"))
-    (out_dir / "model.json").write_text(json.dumps(json_safe(spec), indent=1) + "\n")
-
-    # report
-    history = getattr(result, "history", [])
-    lines = [f"# Identification of {robot.name} ({method})", ""]
-    lines.append(f"- log: `{log_path}` ({log.n_samples} samples, {log.duration:.3g} s, {log.rate:.4g} Hz)")
-    lines.append(f"- joints: {', '.join(names)}")
-    if robot.locked_joints:
-        lines.append(f"- locked joints ({len(robot.locked_joints)}): "
-                     + ", ".join(f"{k}={v}" for k, v in robot.locked_joints.items()))
-    if method == "smoother":
-        lines.append(f"- {summary['knots']} knots, {summary['iterations']} iterations, final cost "
-                     f"{summary['final_cost']:.6g}, converged: {summary['converged']}, "
-                     f"{summary['seconds']:.3g} s ({summary['seconds_per_iteration'] or 0:.3g} s/iteration)"
-                     if summary["final_cost"] is not None else
-                     f"- {summary['knots']} knots, no accepted iteration, converged: {summary['converged']}")
-    else:
-        f = summary["filter"]
-        lines.append(f"- SG filter chosen by blocked CV: {f.get('window_s', 0) * 1e3:.3g} ms, order "
-                     f"{f.get('polyorder')}; regressor rank {summary['rank']}; {summary['seconds']:.3g} s")
-    lines.append(f"- physically consistent: {summary.get('physically_consistent')}")
-    ov = summary["training_relative_rmse"]["overall"]
-    if ov is not None:
-        lines.append(f"- training-log effort relative RMSE (model at the smoothed trajectory vs measured): "
-                     f"{ov:.4g}")
-    lines += ["", "## Parameters (excerpt: masses, friction, armature; all in `parameters.csv`)", "",
-              "`std_ratio` = posterior std / prior std: near 0 the log set the parameter, "
-              "near 1 the prior did.",
-              "", markdown_table(parameters_excerpt(table)), ""]
-    if hasattr(result, "physical_quantities"):
-        pq = result.physical_quantities()
-        pq.to_csv(out_dir / "physical_quantities.csv", index=False)
-        lines += ["## Physical quantities per body (who set them: the log or the prior)", "",
-                  "Mass [kg], COM [m] in the body frame, principal-axis-free inertia about the COM "
-                  "[kg·m²]. `set_by` compares the posterior std with the prior std of the parameters "
-                  "each quantity is computed from (`log`: ratio < 0.5, `prior`: > 0.9). Structural "
-                  "identifiability of every parameter is in `parameters.csv` (`structural`, "
-                  "`identifiable_fraction`; see docs/identifiability.md).", "",
-                  markdown_table(pq), ""]
-    if method == "smoother":
-        plot_convergence(history, out_dir / "convergence.png", title=f"{robot.name}: cost per LM iteration")
-        lines += ["## Convergence", "", "![cost per iteration](convergence.png)", "",
-                  "Each round re-weights the inverse-dynamics factors with the effort noise re-estimated "
-                  "from the previous round's residuals, so costs of different rounds are not comparable.", ""]
-    units = joint_units(robot)
-    plot_efforts(np.asarray(traj["t"]), tau_meas, {f"model ({method})": tau_model}, names,
-                 out_dir / "training_efforts.png", units=units,
-                 title=f"{robot.name}: measured vs model efforts on the training log "
-                       f"(model at the {'smoothed' if method == 'smoother' else 'SG-filtered'} trajectory)")
-    lines += ["## Measured vs model efforts (training log)", "",
-              "![measured vs model efforts](training_efforts.png)", "",
-              markdown_table(_per_joint_frame(names, per_joint)), ""]
-    (out_dir / "report.md").write_text("\n".join(lines))
-    from .. import report_html  # issue 14 hook: self-contained report.html beside report.md
-    report_html.write_report_html(out_dir, robot, table, summary, result=result, t=traj["t"],  # issue 14
-                                  tau_meas=tau_meas, tau_model=tau_model, trajectory=traj,  # issue 14
-                                  velocity_scale=options.get("friction_velocity_scale"))  # issue 14
-    return summary
-
-
-def _per_joint_frame(names, values):
-    import pandas as pd
-
-    return pd.DataFrame({"joint": names, "relative RMSE": values})
+        res, filt = run_energy_ls(robot, log, friction, vs, verbose=verbose)
+        return res, filt, None
+    raise ValueError(f"unknown method {method!r} for a {'floating' if robot.floating_base else 'fixed'}-base "
+                     f"robot; choices: {', '.join(METHODS if not robot.floating_base else METHODS[:2])}")
 
 
 # ---------------------------------------------------------------------------------------------- command
@@ -342,87 +186,59 @@ def identify_cmd(log_path, robot_source, out, method, knot_stride, sigma_q, sigm
         fail(f"--max-iterations must be >= 1, got {max_iterations}")
     robot, log = load_inputs(log_path, robot_source)
     checks = run_data_checks(robot, log, method, friction_velocity_scale)  # issue 14: exit 2 or the prior
-    if robot.floating_base:
-        _identify_floating(robot, log, log_path, robot_source, out, method, quiet, dict(
-            knot_stride=knot_stride, sigma_q=sigma_q, sigma_v=sigma_v, sigma_tau=sigma_tau, inertia=inertia,
-            friction=friction, friction_velocity_scale=friction_velocity_scale, max_iterations=max_iterations,
-            contact_radius=contact_radius, total_mass=total_mass, total_mass_std=total_mass_std,
-            symmetry={"all": "robot", "joints": "joints", "none": None, "auto": "auto"}[symmetry],
-            symmetry_std=symmetry_std,
-            constraints=constraints,
-            process_noise=process_noise, impacts=impacts, touchdown_settle_s=touchdown_settle,
-            use_forces=use_forces), checks)
-        return
-    knot_stride = 1 if knot_stride is None else knot_stride
     options = {"knot_stride": knot_stride, "sigma_q": sigma_q, "sigma_v": sigma_v, "sigma_tau": sigma_tau,
-               "inertia": inertia if method == "smoother" else "raw", "friction": friction,
-               "friction_velocity_scale": friction_velocity_scale, "max_iterations": max_iterations}
-    from ..estimation.smoother import EstimationError
-
+               "inertia": inertia, "friction": friction, "friction_velocity_scale": friction_velocity_scale,
+               "max_iterations": max_iterations}
+    if robot.floating_base:
+        _check_floating_options(contact_radius, total_mass, total_mass_std, symmetry_std, touchdown_settle)
+        options.update(contact_radius=contact_radius, total_mass=total_mass, total_mass_std=total_mass_std,
+                       symmetry={"all": "robot", "joints": "joints", "none": None, "auto": "auto"}[symmetry],
+                       symmetry_std=symmetry_std, constraints=constraints, process_noise=process_noise,
+                       impacts=impacts, touchdown_settle_s=touchdown_settle, use_forces=use_forces)
+    else:
+        options["knot_stride"] = 1 if knot_stride is None else knot_stride
     if checks.prior_only:  # issue 14: --allow-prior on a log that cannot determine the parameters
+        if robot.floating_base:
+            fail("--allow-prior is not available for floating-base robots: " + "; ".join(checks.problems))
         return write_prior_answer(out, robot, log, log_path, robot_source, options, checks,
                                   write_identification)
+    from ..estimation.smoother import EstimationError
+
     t0 = time.perf_counter()
     if not quiet:
-        echo_err(f"identifying {robot.name} ({robot.n_joints} joints) from {log_path}: "
-                 f"{log.n_samples} samples, {log.duration:.3g} s, method {method}")
+        echo_err(f"identifying {robot.name} ({'floating base, ' if robot.floating_base else ''}"
+                 f"{robot.n_joints} joints) from {log_path}: {log.n_samples} samples, {log.duration:.3g} s, "
+                 f"method {method}")
+    fit_options = options if method == "smoother" else {
+        k: options.get(k) for k in ("friction", "friction_velocity_scale")}
     try:
-        result, sg_filter = run_identification(
-            robot, log, method, knot_stride=knot_stride, sigma_q=sigma_q, sigma_v=sigma_v,
-            sigma_tau=sigma_tau,
-            inertia=inertia, friction=friction, friction_velocity_scale=friction_velocity_scale,
-            max_iterations=max_iterations, verbose=not quiet)
+        result, sg_filter, est = run_identification(robot, log, method, fit_options, verbose=not quiet)
     except np.linalg.LinAlgError as e:
         fail(f"{method} estimation failed with a numerical error inside the estimator ({e}); "
              + ("try --inertia exponential-eigenvalue or --method ls-sg" if method == "smoother" else
                 "the log may not excite the robot enough"))
     except (EstimationError, ValueError) as e:
         fail(str(e))
+    if method != "smoother":
+        options["inertia"] = "raw"
     with atomic_output_dir(out) as tmp:
         summary = write_identification(tmp, result, sg_filter, robot, log, log_path, robot_source, method,
-                                       options, time.perf_counter() - t0)
-        annotate_summary(tmp, log, checks)  # issue 14
-    conv = summary.get("converged")
-    it = summary.get("iterations")
-    click.echo(f"wrote {out}: {len(summary.get('joints', []))} joints, "
-               f"{summary.get('parameters')} parameters, "
-               f"method {method}, {it} iterations, converged: {conv}, "
-               f"physically consistent: {summary.get('physically_consistent')}, "
-               f"{summary['wall_seconds']:.1f} s")
-
-
-def _identify_floating(robot, log, log_path, robot_source, out, method, quiet, options, checks=None):
-    from ..estimation.smoother import EstimationError
-    from .floating import run_floating_identification, write_floating_identification
-
-    for name in ("contact_radius", "total_mass"):
-        if options[name] is not None and not (math.isfinite(options[name]) and options[name] >= 0):
-            fail(f"--{name.replace('_', '-')} must be a non-negative number, got {options[name]}")
-    for name in ("total_mass_std", "symmetry_std", "touchdown_settle_s"):
-        if not (math.isfinite(options[name]) and options[name] >= 0):
-            fail(f"--{name.replace('_', '-')} must be >= 0, got {options[name]}")
-    t0 = time.perf_counter()
-    if not quiet:
-        echo_err(f"identifying {robot.name} (floating base, {robot.n_joints} joints) from {log_path}: "
-                 f"{log.n_samples} samples, {log.duration:.3g} s, method {method}")
-    opts = {k: v for k, v in options.items() if v is not None} if method == "smoother" else \
-        {"friction_velocity_scale": options["friction_velocity_scale"],
-         "contact_radius": options["contact_radius"]}
-    try:
-        result, est = run_floating_identification(robot, log, method, opts, verbose=not quiet)
-    except np.linalg.LinAlgError as e:
-        fail(f"{method} estimation failed with a numerical error inside the estimator ({e})")
-    except (EstimationError, ValueError) as e:
-        fail(str(e))
-    with atomic_output_dir(out) as tmp:
-        summary = write_floating_identification(tmp, result, est, robot, log, log_path, robot_source, method,
-                                                options, time.perf_counter() - t0)
+                                       options, time.perf_counter() - t0, estimator=est)
         annotate_summary(tmp, log, checks)  # issue 14
     msg = (f"wrote {out}: {len(summary.get('joints', []))} joints, {summary.get('parameters')} parameters, "
-           f"method {method}, physically consistent: {summary.get('physically_consistent')}")
+           f"method {method}, {summary.get('iterations')} iterations, converged: {summary.get('converged')}, "
+           f"physically consistent: {summary.get('physically_consistent')}")
     if "constraints" in summary:
-        c = summary["constraints"]
-        msg += (f", total mass {summary['floating_base']['total_mass_estimate']:.3f} kg, "
-                "constraints satisfied: "
-                f"{c['satisfied']}")
+        msg += (f", total mass {summary['floating_base']['total_mass_estimate']:.3f} kg, constraints "
+                f"satisfied: {summary['constraints']['satisfied']}")
     click.echo(msg + f", {summary['wall_seconds']:.1f} s")
+
+
+def _check_floating_options(contact_radius, total_mass, total_mass_std, symmetry_std, touchdown_settle):
+    for name, val in (("--contact-radius", contact_radius), ("--total-mass", total_mass)):
+        if val is not None and not (math.isfinite(val) and val >= 0):
+            fail(f"{name} must be a non-negative number, got {val}")
+    for name, val in (("--total-mass-std", total_mass_std), ("--symmetry-std", symmetry_std),
+                      ("--touchdown-settle", touchdown_settle)):
+        if not (math.isfinite(val) and val >= 0):
+            fail(f"{name} must be >= 0, got {val}")
