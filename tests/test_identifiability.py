@@ -206,21 +206,6 @@ def test_near_degenerate_geometry_warns():
         assert rpna(P.two_link_parallel()).identifiable == 4  # exact geometry: no warning
 
 
-def test_linear_time_smoke():
-    import time
-
-    t = []
-    for n in (20, 160):
-        m = P.random_chain(n)
-        best = np.inf
-        for _ in range(3):
-            t0 = time.perf_counter()
-            rpna(m)
-            best = min(best, time.perf_counter() - t0)
-        t.append(best)
-    assert t[1] / t[0] < 8 * 2.5  # 8x the bodies: far from quadratic (64x)
-
-
 # ----------------------------------------------------------------------------- CLI
 
 
