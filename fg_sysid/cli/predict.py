@@ -47,16 +47,13 @@ def predict_cmd(model_dir, log_path, out, sg_window, sg_order, contact_radius):
     contact-consistent subspace (null space of the stance-contact Jacobian), proj_err.<coordinate>, and
     the contact-consistent relative error is printed.
     """
+    import pandas as pd
+
     from ..datasets.io import SUPPORTED_SUFFIXES, LogError, read_log, write_frame
+    from ..floating_validation import coordinate_names
+    from ..prediction import heldout_report
     from ..robots import RobotError
-    from ..validation import (
-        heldout_accelerations,
-        load_model,
-        predict_efforts,
-        relative_rmse,
-        relative_rmse_per_joint,
-        robot_from_model,
-    )
+    from ..validation import load_model, robot_from_model
 
     if Path(out).suffix.lower() not in SUPPORTED_SUFFIXES:
         fail(f"--out {out}: unsupported output format {Path(out).suffix!r}; use one of {SUPPORTED_SUFFIXES}")
@@ -71,58 +68,13 @@ def predict_cmd(model_dir, log_path, out, sg_window, sg_order, contact_radius):
     try:
         spec = load_model(model_dir)
         robot = robot_from_model(spec)
-    except (RobotError, ValueError, FileNotFoundError) as e:
-        fail(str(e))
-    if robot.floating_base:
-        return _predict_floating(spec, robot, log_path, out, sg_window, sg_order, contact_radius)
-    try:
-        log = read_log(log_path, robot, locked_values=spec["robot"].get("locked_joints"))
-        filt = spec.get("sg_filter") or {}
-        window = sg_window if sg_window is not None else filt.get("window_s")
-        order = sg_order if sg_order is not None else filt.get("polyorder")
-        order = None if order is None else int(order)
-        v, a, info = heldout_accelerations(log, window, order)
-        tau = predict_efforts(spec, robot, log.q, v, a)
-    except (LogError, RobotError, ValueError, FileNotFoundError) as e:
-        fail(str(e))
-    import pandas as pd
-
-    cols = {"t": np.asarray(log.t, float)}
-    for i, j in enumerate(robot.joint_names):
-        cols[f"tau.{j}"] = tau[:, i]
-    try:
-        write_frame(pd.DataFrame(cols), out)
-    except LogError as e:
-        fail(str(e))
-    click.echo(f"wrote {out}: {log.n_samples} samples, {robot.n_joints} joints "
-               f"(model: {spec.get('method')}; accelerations: SG window {info['window_s'] * 1e3:.3g} ms "
-               f"= {info['window']} samples, order {info['polyorder']}; velocities: {info['velocity']})")
-    if np.any(log.tau_measured):
-        meas = np.asarray(log.tau, float)
-        per = relative_rmse_per_joint(tau, meas)
-        click.echo("held-out relative RMSE (vs measured efforts, noise included):")
-        for j, r in zip(robot.joint_names, per, strict=True):
-            click.echo(f"  {j:<24s} {'not measured' if np.isnan(r) else f'{r:.4f}'}")
-        click.echo(f"  {'overall':<24s} {relative_rmse(tau, meas):.4f}")
-
-
-def _predict_floating(spec, robot, log_path, out, sg_window, sg_order, contact_radius):
-    """The floating-base branch of ``fg-sysid predict`` (`fg_sysid.floating_validation`)."""
-    import pandas as pd
-
-    from ..datasets.io import LogError, read_log, write_frame
-    from ..floating_validation import coordinate_names, floating_heldout_report
-    from ..robots import RobotError
-
-    try:
         log = read_log(log_path, robot, locked_values=spec["robot"].get("locked_joints"))
         radius = contact_radius if contact_radius is not None else spec.get("contact_radius")
-        rep = floating_heldout_report(spec, robot, log, window_s=sg_window, polyorder=sg_order,
-                                      contact_radius=radius)
+        rep = heldout_report(spec, robot, log, window_s=sg_window, polyorder=sg_order, contact_radius=radius)
     except (LogError, RobotError, ValueError, FileNotFoundError) as e:
         fail(str(e))
     cols = {"t": rep["t"]}
-    if rep["mode"] == "forces":
+    if rep["tau"] is not None:
         for i, j in enumerate(robot.joint_names):
             cols[f"tau.{j}"] = rep["tau"][:, i]
     else:
@@ -135,24 +87,27 @@ def _predict_floating(spec, robot, log_path, out, sg_window, sg_order, contact_r
     except LogError as e:
         fail(str(e))
     info = rep["filter"]
-    click.echo(f"wrote {out}: {rep['n_samples']} of {log.n_samples} samples, {robot.n_joints} joints "
-               f"(model: {spec.get('method')}; floating base, mode: {rep['mode']}; contact frames "
-               f"{', '.join(rep['frames'])}, contact radius {rep['contact_radius']:g} m; states: SG on the "
-               f"configuration manifold, window {info['window_s'] * 1e3:.3g} ms = {info['window']} samples, "
-               f"order {info['polyorder']})")
-    if rep["mode"] == "forces":
-        if not rep["per_joint"]:
-            click.echo("no measured efforts in LOG: no held-out error")
-            return
-        click.echo("held-out relative RMSE (mode: forces; predicted with the measured contact forces, "
-                   "vs measured efforts, noise included):")
-        for j, r in rep["per_joint"].items():
-            click.echo(f"  {j:<24s} {'not measured' if np.isnan(r) else f'{r:.4f}'}")
-        click.echo(f"  {'overall':<24s} {rep['overall']:.4f}")
-        click.echo(f"  unexplained base wrench RMS: {rep['base_wrench_rms']:.4g} N|N·m")
+    sg = (f"window {info['window_s'] * 1e3:.3g} ms = {info['window']} samples, order {info['polyorder']}")
+    if rep["mode"] == "efforts":
+        click.echo(f"wrote {out}: {log.n_samples} samples, {robot.n_joints} joints (model: "
+                   f"{spec.get('method')}; accelerations: SG {sg}; velocities: {info['velocity']})")
     else:
+        click.echo(f"wrote {out}: {rep['n_samples']} of {log.n_samples} samples, {robot.n_joints} joints "
+                   f"(model: {spec.get('method')}; floating base, mode: {rep['mode']}; contact frames "
+                   f"{', '.join(rep['frames'])}, contact radius {rep['contact_radius']:g} m; states: SG on "
+                   f"the configuration manifold, {sg})")
+    if rep["mode"] == "contact-consistent":
         click.echo("contact-consistent relative error (mode: contact-consistent; no measured contact forces: "
                    "effort error in the null space of the stance-contact Jacobian):")
-        for j, r in rep["per_joint"].items():
-            click.echo(f"  {j:<24s} {r:.4f}")
-        click.echo(f"  {'overall':<24s} {rep['overall']:.4f}")
+    elif not rep["per_joint"]:
+        click.echo("no measured efforts in LOG: no held-out error")
+        return
+    else:
+        click.echo("held-out relative RMSE (" + ("mode: forces; predicted with the measured contact forces, "
+                                                 if rep["mode"] == "forces" else "")
+                   + "vs measured efforts, noise included):")
+    for j, r in rep["per_joint"].items():
+        click.echo(f"  {j:<24s} {'not measured' if np.isnan(r) else f'{r:.4f}'}")
+    click.echo(f"  {'overall':<24s} {rep['overall']:.4f}")
+    if rep["mode"] == "forces":
+        click.echo(f"  unexplained base wrench RMS: {rep['base_wrench_rms']:.4g} N|N·m")
