@@ -150,6 +150,9 @@ def _positive(name, val, allow_none=True):
 @click.option("--use-forces/--no-use-forces", default=True, show_default=True,
               help="Floating base: use measured contact forces (force.<frame>.*) as factors when the log "
                    "has them.")
+@click.option("--energy/--no-energy", default=False, show_default=True,
+              help="Smoother, fixed base: a work-energy observation per knot interval (paper 004 eq. 63; "
+                   "needs every effort measured; docs/energy.md).")
 @click.option("--quiet", is_flag=True, help="No per-iteration progress on stderr.")
 @bag_options  # issue 14
 @allow_prior_option  # issue 14
@@ -157,7 +160,7 @@ def identify_cmd(log_path, robot_source, out, method, knot_stride, sigma_q, sigm
                  friction, friction_velocity_scale, max_iterations, contact_radius, total_mass,
                  total_mass_std,
                  symmetry, symmetry_std, constraints, process_noise, impacts, touchdown_settle, use_forces,
-                 quiet):
+                 energy, quiet):
     """Identify ROBOT's physical parameters from LOG (CSV or Parquet, t/q.*/v.*/tau.* columns, or a ROS
     bag: rosbag2 directory, .db3, .mcap, ROS 1 .bag; see docs/data-format.md).
 
@@ -189,6 +192,10 @@ def identify_cmd(log_path, robot_source, out, method, knot_stride, sigma_q, sigm
     options = {"knot_stride": knot_stride, "sigma_q": sigma_q, "sigma_v": sigma_v, "sigma_tau": sigma_tau,
                "inertia": inertia, "friction": friction, "friction_velocity_scale": friction_velocity_scale,
                "max_iterations": max_iterations}
+    if energy and (robot.floating_base or method != "smoother"):
+        fail("--energy applies to the smoother on fixed-base robots (floating bases: not yet)")
+    if energy:
+        options["energy"] = True
     if robot.floating_base:
         _check_floating_options(contact_radius, total_mass, total_mass_std, symmetry_std, touchdown_settle)
         options.update(contact_radius=contact_radius, total_mass=total_mass, total_mass_std=total_mass_std,

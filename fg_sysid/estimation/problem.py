@@ -244,7 +244,8 @@ class Problem:
         N = x[1].shape[0]
         ev = Evaluation(self, x, theta, jacobians)
         graph = LinearizedGraph(N, self.nx, self.ntheta)
-        if all(t.constant for t in self.terms if t.touches in ("knot", "pair") and not _has_theta(t)):
+        if all(t.constant for t in self.terms if t.touches in ("knot", "pair") and not _has_theta(t)) and \
+                not any(t.touches == "pair" and _has_theta(t) for t in self.terms):
             graph.gram_cache = self._gram_cache
         theta_J, theta_r = [], []
         for term in self.terms:
@@ -259,6 +260,12 @@ class Problem:
                     Jt = None if wb.Jt is None else (np.zeros_like(wb.Jt[i]) if freeze_theta else wb.Jt[i])
                     graph.pair_theta.append((k, None if wb.J is None else wb.J[i],
                                              None if wb.J1 is None else wb.J1[i], Jt, wb.r[i]))
+            elif term.touches == "pair" and (wb.Jt is not None or (not jacobians and _has_theta(term))):
+                # a pair term on (x_k, x_{k+1}, θ): sparse pair-θ rows of the O(N) elimination
+                for k in range(wb.r.shape[0]):
+                    Jt = None if wb.Jt is None else (np.zeros_like(wb.Jt[k]) if freeze_theta else wb.Jt[k])
+                    graph.pair_theta.append((k, None if wb.J is None else wb.J[k],
+                                             None if wb.J1 is None else wb.J1[k], Jt, wb.r[k]))
             elif term.touches == "pair":
                 graph.pair.append((wb.J, wb.J1, wb.r))
             elif wb.Jt is not None or (not jacobians and _has_theta(term)):

@@ -81,6 +81,8 @@ class JointSmoother:
         reweight_rounds: rounds of effort-noise re-estimation from the ID residuals (0 = off).
         max_iterations, tol: LM stopping rules (relative cost decrease).
         solver: "structured" (default, O(N) block elimination) or "gtsam" (GTSAM multifrontal).
+        energy: add a work–energy observation per knot interval (paper 004 eq. 63, `terms.energy`; needs
+            every effort measured); its std is the input work's from the effort and velocity noise.
         extra_terms: callables ``(problem, smoother) -> problem.Term`` adding the user's own factor terms
             (e.g. motion-capture positions at some knots; ``smoother.knot_times_`` holds the knot times).
         verbose: print one line per iteration to stderr.
@@ -93,7 +95,7 @@ class JointSmoother:
                  reweight_rounds: int = 2, max_iterations: int = 30, tol: float = 1e-3,
                  solver: str = "structured", init: str = "ls-sg", process_fraction: float = 0.3,
                  fit_friction: bool = True, fit_armature: bool = True,
-                 extra_terms=(), verbose: bool = False):
+                 energy: bool = False, extra_terms=(), verbose: bool = False):
         self.robot = robot
         self.inertia = inertia
         self.friction = friction
@@ -113,6 +115,7 @@ class JointSmoother:
         self.process_fraction = process_fraction
         self.fit_friction = fit_friction
         self.fit_armature = fit_armature
+        self.energy = energy
         self.extra_terms = tuple(extra_terms)
         self.verbose = verbose
 
@@ -182,6 +185,15 @@ class JointSmoother:
             except ValueError as e:
                 warnings.warn(f"cross-validated initial filter unavailable ({e}); using 50 ms", stacklevel=2)
         self.init_filter_ = {"window_s": window_s, "polyorder": order}
+        self._energy_log = None
+        if self.energy:
+            if not all(log.tau_measured):
+                warnings.warn("energy observations need every effort measured: left out", stacklevel=2)
+            else:
+                v_log = np.asarray(log.v, float) if log.v is not None else \
+                    savgol_derivatives(log.t, np.asarray(log.q, float), window_s, order)[1]
+                self._energy_log = (np.asarray(log.t, float), v_log, np.asarray(log.tau, float),
+                                    log.v is not None)
         self._log(f"initial trajectory: Savitzky–Golay window {window_s * 1e3:.0f} ms, order {order}")
         qs, vs, as_ = savgol_derivatives(log.t, np.asarray(log.q, float), window_s, order)
         q0 = qs[idx].copy()
@@ -297,7 +309,23 @@ class JointSmoother:
         wp[nv + iv] = 1.0 / noise.process_v
         problem.add(terms.integration(problem, self._h, wp))
         problem.add(terms.parameter_prior(self._theta_bar, self._theta_std))
+        if self._energy_log is not None:
+            problem.add(self._energy_term(problem, noise))
         return self._add_extra_terms(problem)
+
+    def _energy_term(self, problem: Problem, noise: NoiseLevels):
+        """`terms.energy` over every knot interval: measured input work between the knots (trapezoid over
+        the log samples) and its std from the effort and velocity noise (`factors.energy.input_work_std`;
+        without logged velocities those of the initial SG filter, with their high-frequency noise)."""
+        from ..factors.energy import EnergyResidual, input_work, input_work_std
+
+        t_log, v_log, tau_log, logged_v = self._energy_log
+        t = self.knot_times_
+        work = input_work(t_log, v_log, tau_log, t[:-1], t[1:], self.robot.joint_names)
+        sv = noise.v if logged_v and noise.v is not None else highfreq_noise_std(v_log)
+        sigma = input_work_std(t_log, v_log, tau_log, t[:-1], t[1:], np.nan_to_num(sv), noise.tau)
+        sigma = np.maximum(sigma, 1e-6 * max(float(np.max(np.abs(work), initial=0.0)), 1e-12))
+        return terms.energy(problem, EnergyResidual(self.layout_), t, work, sigma)
 
     def _add_extra_terms(self, problem: Problem) -> Problem:
         """The user's own terms (``extra_terms``: callables ``(problem, smoother) -> Term``; see
@@ -320,7 +348,7 @@ class JointSmoother:
         a_ref = a.copy()
         wa = 1.0 / np.maximum(np.sqrt(np.mean(a_ref ** 2, axis=0)), 1e-3)
         kin = self._build_problem(noise)
-        kin.terms = [t for t in kin.terms if t.name not in ("inverse_dynamics", "parameter_prior")]
+        kin.terms = [t for t in kin.terms if t.name not in ("inverse_dynamics", "parameter_prior", "energy")]
         kin.add(terms.pseudo_accelerations(kin, a_ref, wa))
         for _ in range(iterations):
             step = self._lm.linear_solve(kin.linearize((q, v, a), self._theta_bar, freeze_theta=True), 0.0)

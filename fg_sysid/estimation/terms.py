@@ -323,3 +323,28 @@ def impact_maps(fn) -> Term:
         return Residual(list(r), list(J0), list(J1), list(Jt), k=list(k))
 
     return Term("impact_maps", "pair_theta", "measurement", evaluate)
+
+
+def energy(problem: Problem, energy_residual, t_knots, work, sigma_work) -> Term:
+    """Work–energy observation per knot interval (paper 004 eq. 63, `factors.energy.EnergyResidual`):
+    E(x_{k+1}) − E(x_k) + ∫ vᵀτ_f dt − Ŵ_k [J] with Ŵ_k the measured input work between the two knots
+    (`factors.energy.input_work`) and its std ``sigma_work`` (N−1,) [J] (`input_work_std`). A pair term that
+    depends on θ (sparse pair-θ rows of the elimination)."""
+    t_knots = np.asarray(t_knots, float)
+    w = 1.0 / np.asarray(sigma_work, float)
+
+    @theta_dependent
+    def evaluate(ev, jac):
+        tk = t_knots if ev.idx is None else t_knots[ev.idx]
+        lin = energy_residual.evaluate(ev.q, ev.v, tk, ev.theta, ev.intervals(work), jacobians=jac)
+        r = lin.r[:, None]
+        ww = ev.intervals(w)[:, None]
+        if not jac:
+            return Residual(r, w=ww)
+        n = r.shape[0]
+        J0, J1 = np.zeros((n, 1, problem.nx)), np.zeros((n, 1, problem.nx))
+        J0[:, 0, problem.slices["q"]], J0[:, 0, problem.slices["v"]] = lin.Jq_a, lin.Jv[:, 0]
+        J1[:, 0, problem.slices["q"]], J1[:, 0, problem.slices["v"]] = lin.Jq_b, lin.Jv[:, -1]
+        return Residual(r, J0, J1, Jt=lin.Jtheta[:, None, :], w=ww)
+
+    return Term("energy", "pair", "measurement", evaluate)
