@@ -92,24 +92,6 @@ def _trajectory_frame(result, log, sg_filter, robot):
     return pd.DataFrame(cols)
 
 
-def _trajectory_frame(result, log, sg_filter, robot):
-    """The smoother's knots, or for ls-sg the SG-smoothed q and its derivatives (the baseline's CV filter)."""
-    import pandas as pd
-
-    if getattr(result, "trajectory", None) is not None:
-        return result.trajectory
-    from ..estimation.noise import savgol_derivatives
-
-    qs, vs, as_ = savgol_derivatives(log.t, np.asarray(log.q, float), sg_filter["window_s"],
-                                     sg_filter["polyorder"])
-    cols = {"t": np.asarray(log.t, float)}
-    for i, j in enumerate(robot.joint_names):
-        cols[f"q.{j}"] = qs[:, i]
-        cols[f"v.{j}"] = vs[:, i]
-        cols[f"a.{j}"] = as_[:, i]
-    return pd.DataFrame(cols)
-
-
 def _per_joint_frame(names, values):
     import pandas as pd
 

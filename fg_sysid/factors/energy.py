@@ -49,6 +49,7 @@ import numpy as np
 import pinocchio as pin
 
 from ..layout import ParameterLayout
+from .inverse_dynamics import LayoutModel
 from .manifold import ConfigurationSpace
 
 __all__ = [
@@ -204,34 +205,15 @@ class EnergyLinearization:
     Jtheta: np.ndarray | None = None
 
 
-class EnergyResidual:
+class EnergyResidual(LayoutModel):
     """Work–energy residual (eq. 63) for a `ParameterLayout`, on a private Pinocchio model.
 
     Works for fixed and free-flyer bases (see the module docstring for the contact assumption).
     """
 
     def __init__(self, layout: ParameterLayout):
-        self.layout = layout
-        self.robot = layout.robot
-        self.model = self.robot.model.copy()
-        self.model.armature = np.zeros(self.model.nv)  # the layout's armature is added explicitly
-        self.data = self.model.createData()
-        self.iv = self.robot.joint_index_v()
+        super().__init__(layout)
         self.space = ConfigurationSpace(self.model)
-        self._theta = None
-
-    def set_theta(self, theta: np.ndarray) -> None:
-        theta = np.asarray(theta, float)
-        if self._theta is not None and np.array_equal(theta, self._theta):
-            return
-        L = self.layout
-        self._theta = theta.copy()
-        self.p = L.to_physical(theta)
-        self.pi, self.pf, self.parm = L.split(self.p)
-        self.ti, self.tf, self.ta = L.split(theta)
-        self.Ji, self.Jf, self.Ja_arm = L.jacobian_blocks(theta)
-        self.robot.write_inertias(self.model, self.pi)
-        self.pi_flat = self.pi.ravel().copy()
 
     # ------------------------------------------------------------------ per-knot pieces
     def energy_regressor(self, q: np.ndarray, v: np.ndarray) -> np.ndarray:

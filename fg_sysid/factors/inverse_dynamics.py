@@ -34,8 +34,10 @@ class IDLinearization:
     Jtheta: np.ndarray | None = None
 
 
-class InverseDynamicsResidual:
-    """Evaluates the inverse-dynamics residual for a `ParameterLayout` on a private Pinocchio model."""
+class LayoutModel:
+    """A private Pinocchio model whose inertias follow θ of a `ParameterLayout` (`set_theta`): the physical
+    parameters p, their split (inertial π, friction, armature) and the parameterization Jacobians of the
+    current θ. Shared by the residuals that evaluate dynamics at θ (inverse dynamics, energy)."""
 
     def __init__(self, layout: ParameterLayout):
         self.layout = layout
@@ -47,7 +49,6 @@ class InverseDynamicsResidual:
         self.iv = self.robot.joint_index_v()
         self._theta = None
 
-    # ------------------------------------------------------------------ parameters
     def set_theta(self, theta: np.ndarray) -> None:
         theta = np.asarray(theta, dtype=float)
         if self._theta is not None and np.array_equal(theta, self._theta):
@@ -60,6 +61,10 @@ class InverseDynamicsResidual:
         self.Ji, self.Jf, self.Ja_arm = L.jacobian_blocks(theta)
         self.robot.write_inertias(self.model, self.pi)
         self.pi_flat = self.pi.ravel().copy()
+
+
+class InverseDynamicsResidual(LayoutModel):
+    """Evaluates the inverse-dynamics residual for a `ParameterLayout` on a private Pinocchio model."""
 
     # ------------------------------------------------------------------ evaluation
     def friction(self, v: np.ndarray):
