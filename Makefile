@@ -29,6 +29,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_tiago.py
 	$(BIN)/python benchmarks/bench_excitation.py
 	$(BIN)/python benchmarks/bench_identifiability.py
+	$(BIN)/python benchmarks/bench_floating_speed.py
 
 clean:
 	rm -rf demo-output .pytest_cache
