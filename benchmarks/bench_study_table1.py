@@ -1,7 +1,7 @@
 """Paper 004 Table I protocol with `fg-sysid study` (examples/studies/table1.yaml): parameter errors from
-random initial guesses (70 % relative spread, one per seed) on out-of-class truth. Today this gives the
-"w/o energy" side of Table I for the smoother (plus the two regressions); the "with" side needs the
-smoother+energy method of the estimation core. Prints means over seeds beside paper 004's numbers.
+random initial guesses (70 % relative spread, one per seed) on out-of-class truth: the smoother without
+and with the energy term (smoother+energy), plus the two regressions. Prints means over seeds beside paper
+004's numbers.
 
     nice -n 10 python benchmarks/bench_study_table1.py [--out DIR] [--workers N] [--seeds K]
 """
