@@ -153,6 +153,9 @@ class FloatingBaseSmoother(JointSmoother):
             integration factor (docs/benchmarks.md).
     """
 
+    #: LM stops when no θ coordinate moved more than this fraction of its prior std in two consecutive
+    #: steps (the parameters stopped moving; the states may still creep)
+    THETA_TOL = 1e-3
     #: σ_c scale of the first augmented-Lagrangian round: at scale 1 (the stages' penalty level) the
     #: first rounds reduced the base-wrench violation by ~1 % each on a B1 sway (docs/benchmarks.md).
     AL_INITIAL_SCALE = 1e-2
@@ -304,7 +307,7 @@ class FloatingBaseSmoother(JointSmoother):
         )
         self._space = ConfigurationSpace(robot.model)
         self._lm = LevenbergMarquardt(SolverOptions("trust-region", self.tol, self.max_iterations,
-                                                    verbose=self.verbose))
+                                                    theta_tol=self.THETA_TOL, verbose=self.verbose))
         self._id = InverseDynamicsResidual(self.layout_)
         self._kin_model = robot.model.copy()
         self._kin_data = self._kin_model.createData()
@@ -1006,6 +1009,7 @@ class FloatingBaseSmoother(JointSmoother):
         """The core's Levenberg–Marquardt on the current term set (rebuilt: noise levels, layout and
         process-noise whitener may have changed since the last run)."""
         self.problem_ = self._build_problem(noise)
+        self._lm.theta_scale = self._theta_std
         return self._lm.run(self.problem_, x, theta, rnd, **kw)
 
     def _build_problem(self, noise) -> Problem:

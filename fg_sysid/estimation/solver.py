@@ -43,7 +43,7 @@ class SolverOptions:
     strategy: str = "line-search"
     tol: float = 1e-3
     max_iterations: int = 30
-    theta_tol: float | None = None
+    theta_tol: float | None = None  # relative to LevenbergMarquardt.theta_scale (e.g. the prior std)
     backend: str = "structured"  # or "gtsam" (GTSAM multifrontal elimination of the same blocks)
     verbose: bool = False
 
@@ -60,6 +60,8 @@ class LevenbergMarquardt:
         if self.options.backend not in ("structured", "gtsam"):
             raise ValueError(f"backend must be 'structured' or 'gtsam', not {self.options.backend!r}")
         self._linear = StructuredSolver()
+        #: per-coordinate scale of θ for ``theta_tol`` (None: 1); estimators set their prior std
+        self.theta_scale = None
 
     def _solve(self, graph, lam):
         if self.options.backend == "gtsam":
@@ -96,8 +98,12 @@ class LevenbergMarquardt:
         history.append(entry)
 
     def _theta_still(self, dtheta, theta) -> bool:
+        """θ stopped moving: max |δθ / θ_scale| below ``theta_tol`` (θ_scale: e.g. the prior std)."""
         tt = self.options.theta_tol
-        return tt is not None and float(np.max(np.abs(dtheta), initial=0.0)) < tt
+        if tt is None:
+            return False
+        scale = 1.0 if self.theta_scale is None else self.theta_scale
+        return float(np.max(np.abs(dtheta / scale), initial=0.0)) < tt
 
     def _line_search(self, problem, x, theta, graph, cost, rnd, freeze_theta, tol, max_iterations):
         lam = 1e-9
