@@ -77,7 +77,8 @@ def bench_tiago(data: Path, methods, quick: bool) -> pd.DataFrame:
         rmse = np.sqrt(np.mean((tau[:, idx] - held.tau[:, idx]) ** 2, axis=0))
         row = {"method": m, **{j.replace("_joint", ""): r for j, r in zip(TIAGO_REPORT, rmse, strict=True)}}
         row["pooled_Nm"] = float(np.sqrt(np.mean(rmse**2)))
-        row.update(seconds=f["seconds"], iterations=f["iterations"], converged=f["converged"],
+        row.update(seconds=f["seconds"], cpu_seconds=f["cpu_seconds"],
+                   iterations=f["iterations"], converged=f["converged"],
                    consistent=f["consistent"])
         rows.append(row)
     return pd.DataFrame(rows)
@@ -135,8 +136,8 @@ def bench_ur10(data: Path, methods, levels, repeats: int) -> pd.DataFrame:
                                                                             a_val),
                              "heldout_rel_rmse_%": 100 * relative_rmse(tau, val.tau),
                              "exact_states_rel_rmse_%": 100 * relative_rmse(tau_exact, val.tau),
-                             "seconds": f["seconds"], "iterations": f["iterations"],
-                             "consistent": f["consistent"]})
+                             "seconds": f["seconds"], "cpu_seconds": f["cpu_seconds"],
+                             "iterations": f["iterations"], "consistent": f["consistent"]})
     return pd.DataFrame(rows)
 
 
@@ -153,7 +154,8 @@ def bench_so101(data: Path, methods) -> tuple[pd.DataFrame, pd.DataFrame | None]
         tau, _, _ = predict(f, robot, val)
         rows.append({"method": m, "heldout_rel_rmse_vs_measured_%": 100 * relative_rmse(tau, val.tau),
                      "heldout_rel_rmse_vs_noise_free_%": 100 * relative_rmse(tau, tau_clean),
-                     "seconds": f["seconds"], "iterations": f["iterations"], "consistent": f["consistent"]})
+                     "seconds": f["seconds"], "cpu_seconds": f["cpu_seconds"], "iterations": f["iterations"],
+                     "consistent": f["consistent"]})
         res = f["result"]
         if m == "smoother" and res is not None:
             pq = res.physical_quantities()
@@ -206,7 +208,7 @@ def main() -> None:
         df = bench_ur10(data, methods, args.ur10_levels, max(1, min(5, args.ur10_repeats)))
         df.to_csv(out / "ur10.csv", index=False)
         print(f"\nUR10 (exact truth), noise protocol of the meta file ({time.perf_counter() - t0:.0f} s):")
-        cols = ["base_param_err_%", "heldout_rel_rmse_%", "exact_states_rel_rmse_%", "seconds"]
+        cols = ["base_param_err_%", "heldout_rel_rmse_%", "exact_states_rel_rmse_%", "seconds", "cpu_seconds"]
         agg = df.groupby(["level", "method"])[cols].mean()
         print(agg.round(3).to_markdown(), flush=True)
     if "so101" in args.datasets:

@@ -111,6 +111,7 @@ def run(robot_name, truth_name, noise, methods, duration, heldout, rate) -> list
             floor = 100 * relative_rmse(floor_prediction(train.truth, robot, held.log.q, v, a), ref)
         rows.append({"robot": robot_name, "truth": truth_name, "noise": noise, "method": m,
                      "heldout_rel_rmse_%": 100 * relative_rmse(tau, ref), "seconds": f["seconds"],
+                     "cpu_seconds": f["cpu_seconds"],
                      "iterations": f["iterations"], "converged": f["converged"],
                      "consistent": f["consistent"],
                      "sg_window_ms": 1e3 * f["sg_filter"].get("window_s", float("nan"))})
@@ -155,8 +156,9 @@ def main() -> None:
     print(wide.round(3).to_markdown())
     fitted = df[df.seconds > 0]
     if len(fitted):
-        print("\nwall time per fit [s] (iterations):")
-        cells = [f"{s:.0f} ({i})" for s, i in zip(fitted.seconds, fitted.iterations, strict=True)]
+        print("\nper fit: wall time / CPU time [s] (iterations):")
+        cells = [f"{s:.0f} / {c:.0f} ({i})"
+                 for s, c, i in zip(fitted.seconds, fitted.cpu_seconds, fitted.iterations, strict=True)]
         t = fitted.assign(cell=cells)
         print(t.pivot_table(index=["robot", "noise", "truth"], columns="method", values="cell",
                             aggfunc="first").to_markdown())

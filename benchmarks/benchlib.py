@@ -39,17 +39,19 @@ def fit(method: str, robot, log, robot_source: str, sg_filter: dict | None = Non
         nominal: np.ndarray | None = None) -> dict:
     """Fit ``method`` on ``log``. Returns ``model`` (the model.json dict, or the nominal parameter vector),
     ``sg_filter`` (the held-out SG window: the fit's own, else ``sg_filter``, else 50 ms cubic),
-    ``seconds``, ``iterations``, ``converged`` and ``consistent`` (physically consistent bodies)."""
+    ``seconds`` (wall), ``cpu_seconds`` (this process's CPU time: the cost on a shared machine),
+    ``iterations``, ``converged`` and ``consistent`` (physically consistent bodies)."""
     kwargs = METHODS[method]
     if kwargs is None:
         p = nominal_model(robot) if nominal is None else np.asarray(nominal, float)
-        return {"model": p, "sg_filter": dict(sg_filter or {}), "seconds": 0.0, "iterations": 0,
+        return {"model": p, "sg_filter": dict(sg_filter or {}), "seconds": 0.0, "cpu_seconds": 0.0,
+                "iterations": 0,
                 "converged": None, "consistent": None, "result": None}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         result, filt = run_identification(robot, log, verbose=False, **kwargs)
-        secs = time.perf_counter() - t0
+        secs, cpu = time.perf_counter() - t0, time.process_time() - c0
     vs = kwargs.get("friction_velocity_scale", 0.05)
     spec = model_spec(result, robot, robot_source, sg_filter=filt, velocity_scale=vs)
     if hasattr(result, "consistency_problems"):
@@ -58,7 +60,8 @@ def fit(method: str, robot, log, robot_source: str, sg_filter: dict | None = Non
     else:
         consistent = bool(result.physical_consistency.get("consistent", False))
         iterations, converged = 0, True
-    return {"model": spec, "sg_filter": dict(filt), "seconds": secs, "iterations": iterations,
+    return {"model": spec, "sg_filter": dict(filt), "seconds": secs, "cpu_seconds": cpu,
+            "iterations": iterations,
             "converged": converged, "consistent": consistent, "result": result}
 
 
@@ -83,6 +86,6 @@ def fit_all(methods, robot, log, robot_source: str, nominal=None, progress: str 
     for m in sorted(methods, key=lambda m: METHODS[m] is None):
         fits[m] = fit(m, robot, log, robot_source, sg_filter=sg_of(fits), nominal=nominal)
         if METHODS[m] is not None:
-            print(f"  {progress}{m}: {fits[m]['seconds']:.1f} s, {fits[m]['iterations']} iterations",
-                  flush=True)
+            print(f"  {progress}{m}: {fits[m]['seconds']:.1f} s wall, {fits[m]['cpu_seconds']:.1f} s CPU, "
+                  f"{fits[m]['iterations']} iterations", flush=True)
     return fits
