@@ -1046,7 +1046,7 @@ def simulate_arm(
                   "control_steps_clipped_at_effort_limit": int(clipped)}
     doc = truth_document(
         robot, drawn, friction=friction, noise=noise, seed=seed, rate=rate, duration=duration,
-        controller=controller, sensors=sensor_record(robot, gain, offset, effects, noise), out_of_class=used,
+        controller=controller, sensors=sensor_record(robot, gain, offset, effects), out_of_class=used,
         time_convention="tau[k] = actuator torque applied at t_k (held until the next control step); "
                         "a[k] = MuJoCo qacc at t_k",
     )

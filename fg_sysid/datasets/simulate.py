@@ -412,15 +412,15 @@ def truth_document(robot: RobotModel, truth: dict, *, friction: dict, noise: flo
     }
 
 
-def sensor_record(robot: RobotModel, gain, offset, effects: Effects, noise: float) -> dict:
+def sensor_record(robot: RobotModel, gain, offset, effects: Effects) -> dict:
+    """The ``sensors`` entry of ``truth.json``: effort gains/offsets per joint and the encoder step."""
     names = robot.joint_names
     return {
-        "noise_std": float(noise),
         "effort_gain": {j: float(g) for j, g in zip(names, gain, strict=True)},
         "effort_offset": {j: float(o) for j, o in zip(names, offset, strict=True)},
         "encoder_resolution": float(effects.encoder_resolution),
         "logged": "q = res·round((q_true + n)/res) (res = 0: no rounding); v = v_true + n; "
-                  "tau = gain·tau_applied + offset + n; n ~ N(0, noise_std²)",
+                  "tau = gain·tau_applied + offset + n; n ~ N(0, noise²) (noise: top level)",
     }
 
 
@@ -612,7 +612,7 @@ def simulate(
     doc = truth_document(
         robot, {"inertial": P_true, "fc": fc, "fv": fv, "armature": arm}, friction=friction, noise=noise,
         seed=seed, rate=rate, duration=duration, controller=controller,
-        sensors=sensor_record(robot, gain, offset, effects, noise),
+        sensors=sensor_record(robot, gain, offset, effects),
         out_of_class=effects.used(vs) if truth is None or not truth.get("out_of_class")
         else _merge_used(effects.used(vs), truth["out_of_class"]),
         time_convention="zero-order hold: tau[k] applied over [t_k, t_k+1/control_rate); a[k] just after t_k",
