@@ -221,6 +221,8 @@ def test_cli_out_of_class_options(tmp_path):
     (["--effort-gain-error", "1.2"], "--effort-gain-error"),
     (["--encoder-resolution", "-1"], "--encoder-resolution"),
     (["--simulator", "mujoco", "--friction-model", "stribeck"], "--friction-model"),
+    (["--simulator", "mujoco", "--friction-velocity-scale", "0.01"], "--friction-velocity-scale"),
+    (["--simulator", "mujoco", "--control-rate", "3000"], "control rate"),
 ])
 def test_cli_bad_out_of_class_options(tmp_path, args, culprit):
     out = tmp_path / "sim"

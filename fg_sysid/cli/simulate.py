@@ -94,6 +94,8 @@ def simulate_cmd(robot_name, duration, rate, noise, seed, trajectory_path, frict
         return
     if motion is not None:
         fail(f"--motion is only for floating-base robots (robot {robot.name!r} has a fixed base)")
+    if simulator == "mujoco" and friction_velocity_scale != 0.05:
+        fail("--friction-velocity-scale is for --simulator rk4 (MuJoCo's friction is dry friction)")
     trajectory = None
     if trajectory_path is not None:
         try:
