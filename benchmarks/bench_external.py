@@ -22,7 +22,8 @@ training fit's window).
   file, held-out relative RMSE on the validation file (vs measured and vs noise-free efforts); per body
   whether the smoother's report says the log or the prior set the mass, COM and rotational inertia
   (`IdentificationResult.physical_quantities`, std_ratio thresholds 0.5 / 0.9), and the mass / first-
-  moment errors against the meta file's truth.
+  moment errors against the meta file's truth; diagnostic: the masses of the same fit on efforts with
+  the meta file's true offsets removed.
 
 Usage: python benchmarks/bench_external.py [--datasets tiago ur10 so101] [--methods smoother ls-sg nominal]
        [--ur10-levels low high] [--ur10-repeats 1] [--quick] [--data DIR]
@@ -39,7 +40,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from benchlib import DEFAULT_METHODS, METHODS, check_methods, fit_all, predict
+from benchlib import DEFAULT_METHODS, METHODS, check_methods, fit, fit_all, predict
 
 from fg_sysid.datasets.io import load_log_for_robot, read_log
 from fg_sysid.estimation.metrics import base_parameter_error, relative_rmse
@@ -174,6 +175,13 @@ def bench_so101(data: Path, methods) -> tuple[pd.DataFrame, pd.DataFrame | None]
                     rec["first_moment_err_%"] = 100 * np.linalg.norm(est[k, 1:4] - mc) / np.linalg.norm(mc)
                 recs.append(rec)
             bodies = pd.DataFrame(recs)
+    if bodies is not None:  # diagnostic: the same fit on efforts with the true offsets removed
+        off = np.array([meta["truth"]["offset"][j] for j in robot.joint_names])
+        clean = fit("smoother", robot, dataclasses.replace(train, tau=train.tau - off), "so101")["result"]
+        pq = clean.physical_quantities()
+        m_true = np.array([meta["truth"]["bodies_m_first_moment"][j]["m"] for j in bodies.joint])
+        bodies["mass_err_no_offset_%"] = 100 * (clean.inertial()[:, 0] - m_true) / m_true
+        bodies["mass_set_by_no_offset"] = pq["mass_set_by"].to_numpy()
     return pd.DataFrame(rows), bodies
 
 
