@@ -21,7 +21,10 @@ held-out log's noise-free *logged* efforts (the sensor's gain/offset included, n
     held-out relative RMSE = sqrt(mean((τ_pred − τ_log)²)) / sqrt(mean(τ_log²))   (all joints and samples)
 
 ``floor`` = the true robot (true inertias, friction law, armature, effort gain/offset) through the same
-SG states: what the prediction path alone costs.
+SG states: what the prediction path alone costs. ``exact states`` = the same relative RMSE with the
+model evaluated at the held-out log's true q, v, a (no SG path: the parameters' error alone; its floor is
+0 for the RK4 truths, and MuJoCo's stiction for the MuJoCo truths). Each fitted model.json is kept in
+``<out stem>_models/``.
 
 Usage: python benchmarks/bench_outofclass.py [--robots z1 panda] [--noises 0.01 0.1]
        [--truths sharp stribeck mujoco sensors] [--methods smoother ls-sg nominal]
@@ -31,6 +34,7 @@ Usage: python benchmarks/bench_outofclass.py [--robots z1 panda] [--noises 0.01 
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import time
 import warnings
@@ -44,6 +48,7 @@ from benchlib import DEFAULT_METHODS, METHODS, check_methods, fit_all, predict
 from fg_sysid.datasets.simulate import Effects, simulate, stribeck_friction_torque, truth_arrays, truth_model
 from fg_sysid.estimation.metrics import relative_rmse
 from fg_sysid.robots import load_robot
+from fg_sysid.validation import predict_efforts
 
 SENSORS = {"control_rate": 4000.0, "effort_gain_error": 0.1, "effort_offset": 0.02,
            "encoder_resolution": 2 * math.pi / 2**16}
@@ -97,7 +102,7 @@ def floor_prediction(truth: dict, robot, q, v, a) -> np.ndarray:
     return gain * tau + offset
 
 
-def run(robot_name, truth_name, noise, methods, duration, heldout, rate) -> list[dict]:
+def run(robot_name, truth_name, noise, methods, duration, heldout, rate, model_dir=None) -> list[dict]:
     robot = load_robot(robot_name)
     train = simulate_truth(robot, truth_name, duration, rate, noise, 0)
     held = simulate_truth(robot, truth_name, heldout, rate, 0.0, 1, truth=train.truth)
@@ -105,12 +110,19 @@ def run(robot_name, truth_name, noise, methods, duration, heldout, rate) -> list
     fits = fit_all(methods, robot, train.log, robot_name, progress=f"[{robot_name} {truth_name} σ={noise}] ")
     rows = []
     floor = None
+    tl = held.truth_log
     for m, f in fits.items():
         tau, v, a = predict(f, robot, held.log)
+        tau_exact = predict_efforts(f["model"], robot, tl.q, tl.v, held.truth_acceleration)
+        if model_dir is not None and isinstance(f["model"], dict):
+            Path(model_dir).mkdir(parents=True, exist_ok=True)
+            (Path(model_dir) / f"{robot_name}_{truth_name}_{noise:g}_{m}.json").write_text(
+                json.dumps(f["model"], indent=1))
         if floor is None and f["sg_filter"]:
             floor = 100 * relative_rmse(floor_prediction(train.truth, robot, held.log.q, v, a), ref)
         rows.append({"robot": robot_name, "truth": truth_name, "noise": noise, "method": m,
-                     "heldout_rel_rmse_%": 100 * relative_rmse(tau, ref), "seconds": f["seconds"],
+                     "heldout_rel_rmse_%": 100 * relative_rmse(tau, ref),
+                     "exact_states_rel_rmse_%": 100 * relative_rmse(tau_exact, ref), "seconds": f["seconds"],
                      "cpu_seconds": f["cpu_seconds"],
                      "iterations": f["iterations"], "converged": f["converged"],
                      "consistent": f["consistent"],
@@ -144,7 +156,8 @@ def main() -> None:
         for s in args.noises:
             for tr in args.truths:
                 t0 = time.perf_counter()
-                rows += run(r, tr, s, methods, args.duration, args.heldout, args.rate)
+                rows += run(r, tr, s, methods, args.duration, args.heldout, args.rate,
+                            model_dir=out.with_name(out.stem + "_models"))
                 print(f"[{r} {tr} σ={s}] done in {time.perf_counter() - t0:.0f} s", flush=True)
                 pd.DataFrame(rows).to_csv(out, index=False)  # partial results survive an interruption
     df = pd.DataFrame(rows)
@@ -154,6 +167,9 @@ def main() -> None:
     if "smoother" in wide and "ls-sg" in wide:
         wide["smoother / ls-sg"] = wide["smoother"] / wide["ls-sg"]
     print(wide.round(3).to_markdown())
+    print("\nthe same with the true held-out states (q, v, a; parameter error only):")
+    print(df.pivot_table(index=["robot", "noise", "truth"], columns="method",
+                         values="exact_states_rel_rmse_%").round(3).to_markdown())
     fitted = df[df.seconds > 0]
     if len(fitted):
         print("\nper fit: wall time / CPU time [s] (iterations):")
