@@ -30,6 +30,8 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_excitation.py
 	$(BIN)/python benchmarks/bench_identifiability.py
 	$(BIN)/python benchmarks/bench_floating_speed.py
+	$(BIN)/python benchmarks/bench_outofclass.py
+	$(BIN)/python benchmarks/bench_external.py
 
 clean:
 	rm -rf demo-output .pytest_cache

@@ -23,6 +23,28 @@ MOTIONS = ("sway", "stand", "trot", "steps")
               help="Fourier coefficient CSV (joint,f_hz,q0,a1..aL,b1..bL); default: random, from --seed.")
 @click.option("--friction-velocity-scale", type=float, default=0.05, show_default=True,
               help="vs in tau_f = fc·tanh(v/vs) + fv·v [rad/s].")
+@click.option("--simulator", type=click.Choice(("rk4", "mujoco")), default="rk4", show_default=True,
+              help="Fixed-base robots: the project's RK4 simulator (smooth friction, see "
+                   "--friction-model) or MuJoCo (dry friction with stiction: frictionloss, damping, "
+                   "armature; 4 kHz physics, needs the sim extra). Out-of-class truth either way except rk4 "
+                   "with the defaults.")
+@click.option("--friction-model", type=click.Choice(("coulomb-viscous", "stribeck")),
+              default="coulomb-viscous", show_default=True,
+              help="RK4 truth friction: fc·tanh(v/vs) + fv·v, or Stribeck (fc + (fs-fc)·exp(-(v/v_st)²))·"
+                   "tanh(v/vs) + fv·v with fs = --stribeck-ratio·fc.")
+@click.option("--stribeck-ratio", type=float, default=1.5, show_default=True,
+              help="Breakaway / Coulomb friction ratio fs/fc of --friction-model stribeck.")
+@click.option("--stribeck-velocity", type=float, default=0.1, show_default=True,
+              help="Stribeck velocity v_st [rad/s] of --friction-model stribeck.")
+@click.option("--control-rate", type=float, default=None,
+              help="Controller rate [Hz], an integer multiple of --rate; commands are held zero-order "
+                   "between log samples [default: --rate for rk4, the 4 kHz physics rate for mujoco].")
+@click.option("--effort-gain-error", type=float, default=0.0, show_default=True,
+              help="Logged efforts read g·tau with a per-joint gain g ~ U(1-e, 1+e) (e.g. 0.1 for ±10 %).")
+@click.option("--effort-offset", type=float, default=0.0, show_default=True,
+              help="Per-joint effort offset ~ U(-1, 1)·this·(the joint's peak rigid-body torque).")
+@click.option("--encoder-resolution", type=float, default=0.0, show_default=True,
+              help="Encoder step [rad]: logged q rounded to multiples of it (0 = no quantization).")
 @click.option("--motion", type=click.Choice(MOTIONS), default=None,
               help="Floating-base robots only (MuJoCo simulator): body sway, still stance, trot in place "
                    "or steps (a static step in place lifting one foot at a time, 2.4 s per foot: the "
@@ -30,8 +52,9 @@ MOTIONS = ("sway", "stand", "trot", "steps")
                    "fixed-base robots.")
 @click.option("--out", "out", required=True, type=click.Path(file_okay=False),
               help="Output directory (replaced atomically).")
-def simulate_cmd(robot_name, duration, rate, noise, seed, trajectory_path, friction_velocity_scale, motion,
-                 out):
+def simulate_cmd(robot_name, duration, rate, noise, seed, trajectory_path, friction_velocity_scale, simulator,
+                 friction_model, stribeck_ratio, stribeck_velocity, control_rate, effort_gain_error,
+                 effort_offset, encoder_resolution, motion, out):
     """Simulate ROBOT tracking an excitation trajectory and write DIR (--out) with:
 
     \b
@@ -40,6 +63,11 @@ def simulate_cmd(robot_name, duration, rate, noise, seed, trajectory_path, frict
       truth_trajectory.parquet  noise-free t, q.*, v.*, a.*, tau.*
 
     See docs/data-format.md for the formats and the zero-order-hold time convention.
+
+    Out-of-class truth for fixed-base arms (docs/out-of-class.md): --friction-velocity-scale below the
+    estimator's 0.05 rad/s, --friction-model stribeck, --simulator mujoco, --control-rate,
+    --effort-gain-error, --effort-offset, --encoder-resolution; truth.json lists every effect used
+    (out_of_class) and the sensor gains/offsets.
 
     Floating-base robots (e.g. b1) are simulated in MuJoCo (needs the ``sim`` extra) standing on
     their feet under joint PD control with --motion; the log then also has the IMU (gyro σ = noise,
@@ -59,11 +87,15 @@ def simulate_cmd(robot_name, duration, rate, noise, seed, trajectory_path, frict
     if not (math.isfinite(friction_velocity_scale) and friction_velocity_scale > 0):
         fail(f"--friction-velocity-scale must be > 0, got {friction_velocity_scale}")
     robot = load_robot_or_fail(robot_name)
+    effects = _effects_or_fail(robot, simulator, friction_model, stribeck_ratio, stribeck_velocity,
+                               control_rate, effort_gain_error, effort_offset, encoder_resolution, rate)
     if robot.floating_base:
         _simulate_floating(robot, duration, rate, noise, seed, trajectory_path, motion or "sway", out)
         return
     if motion is not None:
         fail(f"--motion is only for floating-base robots (robot {robot.name!r} has a fixed base)")
+    if simulator == "mujoco" and friction_velocity_scale != 0.05:
+        fail("--friction-velocity-scale is for --simulator rk4 (MuJoCo's friction is dry friction)")
     trajectory = None
     if trajectory_path is not None:
         try:
@@ -71,14 +103,56 @@ def simulate_cmd(robot_name, duration, rate, noise, seed, trajectory_path, frict
         except TrajectoryError as e:
             fail(str(e))
     try:
-        result = simulate(robot, duration, rate, noise, seed, trajectory=trajectory,
-                          friction_velocity_scale=friction_velocity_scale)
+        if simulator == "mujoco":
+            from ..datasets.mujoco_sim import simulate_arm
+
+            result = simulate_arm(robot, duration, rate, noise, seed, trajectory=trajectory, effects=effects)
+        else:
+            result = simulate(robot, duration, rate, noise, seed, trajectory=trajectory,
+                              friction_velocity_scale=friction_velocity_scale, effects=effects)
     except (SimulationError, TrajectoryError) as e:
         fail(str(e))
     with atomic_output_dir(out) as tmp:
         write_simulation(result, tmp)
+    oc = result.truth.get("out_of_class") or []
     click.echo(f"wrote {out}: {result.log.n_samples} samples of {robot.name} "
-               f"({len(robot.joint_names)} joints), noise {noise}, seed {seed}")
+               f"({len(robot.joint_names)} joints, {simulator}), noise {noise}, seed {seed}; "
+               + ("in-class truth" if not oc else "out-of-class truth: " + "; ".join(oc)))
+
+
+def _effects_or_fail(robot, simulator, friction_model, stribeck_ratio, stribeck_velocity, control_rate,
+                     effort_gain_error, effort_offset, encoder_resolution, rate):
+    """The `Effects` of the out-of-class options; a clear error (exit 2) naming the bad option."""
+    from ..datasets.simulate import Effects, SimulationError
+
+    for name, val in (("--stribeck-ratio", stribeck_ratio), ("--stribeck-velocity", stribeck_velocity)):
+        if not (math.isfinite(val) and val > 0):
+            fail(f"{name} must be > 0, got {val}")
+    for name, val in (("--effort-gain-error", effort_gain_error), ("--effort-offset", effort_offset),
+                      ("--encoder-resolution", encoder_resolution)):
+        if not (math.isfinite(val) and val >= 0):
+            fail(f"{name} must be >= 0, got {val}")
+    if effort_gain_error >= 1:
+        fail(f"--effort-gain-error must be < 1 (gains in (0, 2)), got {effort_gain_error}")
+    if control_rate is not None and not (math.isfinite(control_rate) and control_rate > 0):
+        fail(f"--control-rate must be a positive rate [Hz], got {control_rate}")
+    effects = Effects(friction=friction_model, stribeck_ratio=stribeck_ratio,
+                      stribeck_velocity=stribeck_velocity, control_rate=control_rate,
+                      effort_gain_error=effort_gain_error, effort_offset=effort_offset,
+                      encoder_resolution=encoder_resolution)
+    if robot.floating_base:
+        if simulator != "rk4" or effects != Effects():
+            fail(f"robot {robot.name!r} has a floating base: --simulator, --friction-model, --control-rate, "
+                 "--effort-gain-error, --effort-offset and --encoder-resolution are for fixed-base arms")
+        return effects
+    if simulator == "mujoco" and friction_model != "coulomb-viscous":
+        fail("--friction-model stribeck is for --simulator rk4 (MuJoCo's friction is dry friction)")
+    if simulator == "rk4":
+        try:
+            effects.check(rate)
+        except SimulationError as e:
+            fail(f"--control-rate: {e}")
+    return effects
 
 
 def _simulate_floating(robot, duration, rate, noise, seed, trajectory_path, motion, out):

@@ -892,6 +892,166 @@ __all__ = [
     "DEFAULT_FOOT_FRAMES", "FRICTION_MODEL", "MOTIONS", "MujocoInfo", "MujocoSimError", "StanceResult",
     "StepPlan", "build_mujoco_model", "build_mujoco_spec", "contact_forces", "debounce_contacts",
     "draw_truth", "mj_to_pin",
-    "pin_to_mj", "simulate_stance", "standing_configuration", "standing_posture", "to_log",
+    "pin_to_mj", "simulate_arm", "simulate_stance", "standing_configuration", "standing_posture", "to_log",
     "truth_trajectory_frame", "write_mujoco_simulation",
 ]
+
+
+# ------------------------------------------------------------------------------------------- fixed-base arm
+ARM_FRICTION_MODEL = "mujoco-frictionloss-damping"
+ARM_TIMESTEP = 0.00025  # s: 4 kHz physics, the controller runs at every step by default
+
+
+def simulate_arm(
+    robot: RobotModel,
+    duration: float,
+    rate: float,
+    noise: float,
+    seed: int,
+    trajectory=None,
+    truth: dict | None = None,
+    effects=None,
+    timestep: float = ARM_TIMESTEP,
+):
+    """A fixed-base arm simulated in MuJoCo: an out-of-class truth for the fixed-base estimators.
+
+    The true robot is drawn exactly as in `simulate.simulate` with the same ``seed`` (same inertias,
+    Coulomb/viscous levels and armature; the same random excitation), but its joints carry MuJoCo's
+    dry friction: ``frictionloss`` = fc (a friction *constraint*: true stiction, |τ_f| ≤ fc, sign(v)·fc
+    while sliding — not the estimator's fc·tanh(v/vs)), ``damping`` = fv, ``armature``. The model is
+    `build_mujoco_spec` (fixed base, no feet), ``implicitfast`` at ``timestep`` [s]. The controller
+    (computed torque on the *nominal* model with the nominal friction guess + PID, as in `simulate`) runs
+    at ``effects.control_rate`` (default every physics step, 1/timestep) and its command is held
+    zero-order over the physics steps in between; the actuators clip at the URDF effort limits.
+
+    Logged at ``rate`` (1/rate must be a multiple of ``timestep``): q, v, and the actuator torque applied
+    at the sample instant (``qfrc_actuator``); ``truth_acceleration`` is MuJoCo's ``qacc`` at that
+    instant, so ``τ = RNEA_true(q, v, a) + armature·a + fv·v + τ_dry`` holds at every sample with
+    ``|τ_dry| ≤ fc`` (= ``sign(v)·fc`` while sliding, up to MuJoCo's constraint softness). Sensor errors
+    (noise, effort gain/offset, encoder quantization) come from ``effects`` as in `simulate`; its
+    ``friction`` field must stay "coulomb-viscous" (MuJoCo's friction is dry).
+
+    ``truth``: a previous result's truth (held-out logs of the same robot and sensors).
+    Returns a `simulate.SimResult`.
+    """
+    from .simulate import (
+        CONTROL_BANDWIDTH,
+        Effects,
+        SimResult,
+        SimulationError,
+        _given_sensors,
+        check_inputs,
+        draw_sensor_errors,
+        draw_truth,
+        measure,
+        nominal_scales,
+        planned_motion,
+        sensor_record,
+        truth_arrays,
+        truth_document,
+    )
+
+    N = check_inputs(robot, duration, rate, noise, seed)
+    effects = Effects() if effects is None else effects
+    if effects.friction != "coulomb-viscous":
+        raise SimulationError(f"the MuJoCo arm's friction is MuJoCo's dry friction; friction model "
+                              f"{effects.friction!r} applies to the RK4 simulator only")
+    if not (np.isfinite(timestep) and timestep > 0):
+        raise SimulationError(f"timestep must be > 0 [s], got {timestep}")
+    log_every = int(round(1.0 / (rate * timestep)))
+    if log_every < 1 or abs(log_every * timestep * rate - 1.0) > 1e-9:
+        raise SimulationError(f"1/rate = {1.0 / rate:g} s must be a multiple of the MuJoCo timestep "
+                              f"{timestep:g} s")
+    control_rate = effects.control_rate if effects.control_rate is not None else 1.0 / timestep
+    ctrl_every = int(round(1.0 / (control_rate * timestep)))
+    if ctrl_every < 1 or abs(ctrl_every * timestep * control_rate - 1.0) > 1e-9 or log_every % ctrl_every:
+        raise SimulationError(f"control rate {control_rate:g} Hz must divide the physics rate "
+                              f"{1.0 / timestep:g} Hz and be an integer multiple of the log rate {rate:g} Hz")
+
+    ss = np.random.SeedSequence(int(seed))
+    rng_traj, rng_truth, rng_noise = (np.random.default_rng(s) for s in ss.spawn(3))
+    rng_sensor = np.random.default_rng(ss.spawn(1)[0])
+    trajectory = planned_motion(robot, trajectory, duration, rng_traj)
+    n = robot.n_joints
+    t = np.arange(N) / rate
+    q_d, v_d, a_d = trajectory.evaluate(t)
+    scales = nominal_scales(robot, q_d, v_d, a_d)
+    drawn = draw_truth(robot, scales, rng_truth)
+    gain, offset = draw_sensor_errors(effects, scales["peak_tau"], rng_sensor)
+    if truth is not None:
+        drawn = truth_arrays(truth, robot)
+        sensors = _given_sensors(truth, robot)
+        if sensors is not None:
+            gain, offset = sensors
+
+    mj, info = build_mujoco_model(robot, drawn["inertial"], (drawn["fc"], drawn["fv"]), drawn["armature"],
+                                  foot_frames=None, timestep=timestep)
+    data = mujoco.MjData(mj)
+    qa, da, act = info.qpos_adr, info.dof_adr, info.actuator_ids
+    ctrl_model = robot.model.copy()
+    ctrl_model.armature = np.asarray(scales["armature"], float).copy()
+    cd = ctrl_model.createData()
+    fc_nom, fv_nom = scales["fc"], scales["fv"]
+    omega = min(CONTROL_BANDWIDTH, 2 * math.pi * rate / 40.0)
+    kp, kd, ki = 3.0 * omega**2, 3.0 * omega, omega**3
+    dt_c = ctrl_every * timestep
+    n_steps = (N - 1) * log_every
+    t_ctrl = np.arange(0, n_steps + 1, ctrl_every) * timestep
+    qf, vf, af = trajectory.evaluate(t_ctrl)
+
+    data.qpos[qa] = q_d[0]
+    data.qvel[da] = v_d[0]
+    Q, V, A, TAU = (np.empty((N, n)) for _ in range(4))
+    e_int = np.zeros(n)
+    clipped = 0
+    lim = np.asarray(robot.effort_limits(), float)
+    for step in range(n_steps + 1):
+        if step % ctrl_every == 0:
+            c = step // ctrl_every
+            q = np.array(data.qpos[qa])
+            v = np.array(data.qvel[da])
+            e = qf[c] - q
+            a_cmd = af[c] + kp * e + kd * (vf[c] - v) + ki * e_int
+            e_int += e * dt_c
+            tau = pin.rnea(ctrl_model, cd, q, v, a_cmd) + fc_nom * np.tanh(vf[c] / 0.05) + fv_nom * vf[c]
+            clipped += int(np.any(np.abs(tau) > lim))
+            data.ctrl[act] = tau
+        if step % log_every == 0:
+            k = step // log_every
+            mujoco.mj_forward(mj, data)
+            Q[k], V[k] = data.qpos[qa], data.qvel[da]
+            A[k], TAU[k] = data.qacc[da], data.qfrc_actuator[da]
+            if step == n_steps:
+                break
+        mujoco.mj_step(mj, data)
+        if step % 1000 == 0 and not np.all(np.isfinite(data.qvel)):
+            raise SimulationError(f"MuJoCo simulation diverged at t={step * timestep:.4g} s "
+                                  f"(robot {robot.name!r})")
+
+    names = tuple(robot.joint_names)
+    truth_log = Log(t=t, q=Q, v=V, tau=TAU, joint_names=names,
+                    source=f"simulated:{robot.name} (MuJoCo, noise-free)")
+    q_m, v_m, tau_m = measure(Q, V, TAU, noise, gain, offset, effects.encoder_resolution, rng_noise)
+    log = Log(t=t.copy(), q=q_m, v=v_m, tau=tau_m, joint_names=names,
+              source=f"simulated:{robot.name} (MuJoCo)")
+    used = ["MuJoCo dry friction (frictionloss constraint: stiction and exact sign)",
+            f"controller at {control_rate:g} Hz, zero-order hold between log samples"]
+    used += [u for u in effects.used(0.05) if not u.startswith("controller")]
+    if truth is not None:
+        used = list(dict.fromkeys([*(truth.get("out_of_class") or []), *used]))
+    friction = {"model": ARM_FRICTION_MODEL, "velocity_scale": None,
+                "law": "MuJoCo frictionloss = fc (dry friction constraint, |tau_f| <= fc, stiction at v = 0) "
+                       "+ damping fv·v"}
+    controller = {"kind": "computed-torque (nominal model + nominal friction/armature guess) + PID",
+                  "kp": kp, "kd": kd, "ki": ki, "control_rate": float(control_rate), "hold": "zero-order",
+                  "mujoco_timestep": float(timestep), "integrator": "implicitfast",
+                  "control_steps_clipped_at_effort_limit": int(clipped)}
+    doc = truth_document(
+        robot, drawn, friction=friction, noise=noise, seed=seed, rate=rate, duration=duration,
+        controller=controller, sensors=sensor_record(robot, gain, offset, effects), out_of_class=used,
+        time_convention="tau[k] = actuator torque applied at t_k (held until the next control step); "
+                        "a[k] = MuJoCo qacc at t_k",
+    )
+    doc["simulator"] = "mujoco"
+    return SimResult(log=log, truth_log=truth_log, truth_acceleration=A, truth=doc, trajectory=trajectory,
+                     desired={"q": q_d, "v": v_d, "a": a_d})

@@ -1,0 +1,93 @@
+"""Shared helpers of the held-out benchmarks (bench_outofclass.py, bench_external.py).
+
+One fit per *method* through the code path of ``fg-sysid identify`` (`run_identification`), the fitted
+model as its ``model.json`` dict (`model_spec`), and held-out efforts through the code path of
+``fg-sysid predict``: velocities = the log's, accelerations = Savitzky–Golay second derivative of q with
+the window the training log's cross-validation chose (`heldout_accelerations`), efforts =
+`predict_efforts` of the model dict. Adding a method (e.g. an estimator option under test) is one
+entry in `METHODS`.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+
+import numpy as np
+
+from fg_sysid.cli.identify import run_identification
+from fg_sysid.validation import heldout_accelerations, model_spec, nominal_model, predict_efforts
+
+#: method name -> (method, estimator options) of `run_identification` (None: the nominal URDF model, no fit).
+METHODS = {
+    "smoother": ("smoother", {}),
+    "smoother+energy": ("smoother", {"energy": True}),
+    "smoother-vs0.01": ("smoother", {"friction_velocity_scale": 0.01}),
+    "ls-sg": ("ls-sg", {}),
+    "nominal": None,
+}
+DEFAULT_METHODS = ("smoother", "ls-sg", "nominal")
+
+
+def check_methods(names) -> list[str]:
+    bad = [m for m in names if m not in METHODS]
+    if bad:
+        raise SystemExit(f"unknown method(s) {bad}; choices: {', '.join(METHODS)}")
+    return list(names)
+
+
+def fit(method: str, robot, log, robot_source: str, sg_filter: dict | None = None,
+        nominal: np.ndarray | None = None) -> dict:
+    """Fit ``method`` on ``log``. Returns ``model`` (the model.json dict, or the nominal parameter vector),
+    ``sg_filter`` (the held-out SG window: the fit's own, else ``sg_filter``, else 50 ms cubic),
+    ``seconds`` (wall), ``cpu_seconds`` (this process's CPU time: the cost on a shared machine),
+    ``iterations``, ``converged`` and ``consistent`` (physically consistent bodies)."""
+    entry = METHODS[method]
+    if entry is None:
+        p = nominal_model(robot) if nominal is None else np.asarray(nominal, float)
+        return {"model": p, "sg_filter": dict(sg_filter or {}), "seconds": 0.0, "cpu_seconds": 0.0,
+                "iterations": 0,
+                "converged": None, "consistent": None, "result": None}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        t0, c0 = time.perf_counter(), time.process_time()
+        name, options = entry
+        result, filt, _ = run_identification(robot, log, name, options, verbose=False)
+        secs, cpu = time.perf_counter() - t0, time.process_time() - c0
+    vs = options.get("friction_velocity_scale", 0.05)
+    spec = model_spec(result, robot, robot_source, sg_filter=filt, velocity_scale=vs)
+    if hasattr(result, "consistency_problems"):
+        consistent = not result.consistency_problems()
+        iterations, converged = len(result.history), bool(result.converged)
+    else:
+        consistent = bool(result.physical_consistency.get("consistent", False))
+        iterations, converged = 0, True
+    return {"model": spec, "sg_filter": dict(filt), "seconds": secs, "cpu_seconds": cpu,
+            "iterations": iterations,
+            "converged": converged, "consistent": consistent, "result": result}
+
+
+def predict(fitted: dict, robot, log) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(tau_pred, v, a)`` on ``log`` by the ``fg-sysid predict`` path with the fit's SG window."""
+    filt = fitted.get("sg_filter") or {}
+    v, a, _ = heldout_accelerations(log, filt.get("window_s"), filt.get("polyorder"))
+    return predict_efforts(fitted["model"], robot, log.q, v, a), v, a
+
+
+def sg_of(fits: dict) -> dict:
+    """The SG filter of the first fitted method (the nominal model's held-out filter)."""
+    for f in fits.values():
+        if f.get("sg_filter"):
+            return f["sg_filter"]
+    return {}
+
+
+def fit_all(methods, robot, log, robot_source: str, nominal=None, progress: str = "") -> dict:
+    """Fit every method (nominal last, with the first fitted method's SG window)."""
+    fits = {}
+    for m in sorted(methods, key=lambda m: METHODS[m] is None):
+        fits[m] = fit(m, robot, log, robot_source, sg_filter=sg_of(fits), nominal=nominal)
+        if METHODS[m] is not None:
+            print(f"  {progress}{m}: {fits[m]['seconds']:.1f} s wall, {fits[m]['cpu_seconds']:.1f} s CPU, "
+                  f"{fits[m]['iterations']} iterations", flush=True)
+    return fits
