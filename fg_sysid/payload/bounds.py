@@ -1,0 +1,330 @@
+"""Point estimate and three interval bounds for the end-effector + payload parameters θ_e.
+
+All three start from the rows of `PayloadProblem`:  |Y θ_e + R θ_r − T| ≤ d,  θ_r ∈ θ_r0 ± r.
+
+* `estimate`: weighted least squares in log-Cholesky coordinates η (θ_e = P(η) physically consistent by
+  construction; paper 002 eq. 25, Rucker & Wensing 2022), rows weighted by 1/d (the noise bound).
+* mode ``first-order`` (paper 002 Thm. 13 with the point Jacobian, eqs. 42–46): θ* ± Σ_k |∂θ*/∂m_k| r_k,
+  ∂θ*/∂U = P_η (∇²J)⁻¹ P_ηᵀ YᵀΩ², with the residual-curvature term Σ_i (YᵀΩ²(YP−U))_i ∇²P_i in ∇²J.
+  A linearization: no guarantee when θ*(m) is not affine over the box or the model is inexact.
+* mode ``verified``: mean-value form of the least-squares map m ↦ θ_LS(m) = G(T − Rθ_r), G = (YᵀΩ²Y)⁻¹YᵀΩ²,
+  which is affine in m (τ, θ_r), so its exact image is  θ_LS(m0) ± (|G| d + |G R| r).  G, G R and the centre
+  are computed in ball arithmetic (python-flint ``arb``), so floating-point rounding of the bound itself is
+  enclosed. Contains the truth whenever the model is exact (Y θ_e + R θ_r = T_true holds), i.e. the
+  quadrature of the momentum integral is exact (paper 002 Thm. 11's assumption).
+* mode ``lp``: the exact feasible set {θ_e : ∃θ_r in its box, |Yθ_e + Rθ_r − T| ≤ d} (one θ_r shared by
+  all rows) projected on each coordinate: 20 linear programs (scipy's HiGHS). Optionally intersected with a
+  prior box on θ_e and the linear necessary conditions of physical consistency (m ≥ 0, diagonal of the
+  pseudo-inertia ≥ 0). An empty set raises `DataContradictBounds`. Rigorous up to HiGHS's feasibility
+  tolerance (the bound is padded by it).
+
+Derived (all modes): COM interval [m c]/[m] (valid when m > 0 over the box) and bounds on the principal
+moments of the rotational inertia about the end-effector frame (Weyl: |λ_i(I) − λ_i(I_mid)| ≤ ‖rad I‖₂).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import pinocchio as pin
+from scipy.optimize import least_squares, linprog
+
+from ..parameterizations import LogCholesky
+from ..robots.model import INERTIAL_SUFFIXES
+from .problem import DataContradictBounds, PayloadError, PayloadProblem
+
+BOUND_MODES = ("lp", "verified", "first-order")
+_LC = LogCholesky()
+
+
+# ---------------------------------------------------------------------------------- log-Cholesky 2nd order
+def _pseudo_to_dynamic() -> np.ndarray:
+    """Matrix L (10, 16) with π = L vec(J) for the 4×4 pseudo-inertia J (linear map, Pinocchio)."""
+    L = np.zeros((10, 16))
+    for a in range(4):
+        for b in range(4):
+            E = np.zeros((4, 4))
+            E[a, b] += 0.5
+            E[b, a] += 0.5
+            L[:, 4 * a + b] = pin.PseudoInertia.FromMatrix(E).toDynamicParameters()
+    return L
+
+
+_L = _pseudo_to_dynamic()
+# positions in U (upper triangular, pinocchio's LogCholeskyParameters order α, d1, d2, d3, s12, s23, s13,
+# t1, t2, t3) of the off-diagonal parameters
+_OFF = {4: (0, 1), 5: (1, 2), 6: (0, 2), 7: (0, 3), 8: (1, 3), 9: (2, 3)}
+
+
+def _U_and_derivatives(eta):
+    """U(η) and ∂U/∂η_a (10, 4, 4), J = U Uᵀ (see `fg_sysid.parameterizations.LogCholesky`)."""
+    a = eta[0]
+    V = np.eye(4)
+    for i in range(3):
+        V[i, i] = np.exp(eta[1 + i])
+    for k, (i, j) in _OFF.items():
+        V[i, j] = eta[k]
+    U = np.exp(a) * V
+    dU = np.zeros((10, 4, 4))
+    dU[0] = U
+    for i in range(3):
+        dU[1 + i, i, i] = U[i, i]
+    for k, (i, j) in _OFF.items():
+        dU[k, i, j] = np.exp(a)
+    return U, dU
+
+
+def logcholesky_hessian_contraction(eta: np.ndarray, g: np.ndarray) -> np.ndarray:
+    """Σ_i g_i ∇²_η P_i(η) (10, 10), P the log-Cholesky map; paper 002 eq. 43's residual-curvature term."""
+    U, dU = _U_and_derivatives(eta)
+    G = (g @ _L).reshape(4, 4)
+    G = 0.5 * (G + G.T)  # g·π = tr(G J) for symmetric J
+    # d²(UUᵀ) = Uab Uᵀ + Ua Ubᵀ + Ub Uaᵀ + U Uabᵀ;  tr(G ·) of it:
+    H = 2 * np.einsum("aij,ik,bkj->ab", dU, G, dU)  # tr(G(Ua Ubᵀ + Ub Uaᵀ)) = 2 tr(Uaᵀ G Ub)
+    # second derivatives Uab: (α,α) = U; (α,x) = (x,α) = ∂U/∂x for x ≠ α; (d_i, d_i) = ∂U/∂d_i
+    Uab = {(0, 0): U}
+    for x in range(1, 10):
+        Uab[(0, x)] = Uab[(x, 0)] = dU[x]
+    for i in range(3):
+        Uab[(1 + i, 1 + i)] = dU[1 + i]
+    for (p, q), M in Uab.items():
+        H[p, q] += 2 * np.trace(G @ U @ M.T)  # tr(G(M Uᵀ + U Mᵀ)) = 2 tr(G U Mᵀ)
+    return H
+
+
+# ---------------------------------------------------------------------------------- results
+@dataclass
+class PayloadBounds:
+    """Estimate and interval of θ_e (Pinocchio order, about the end-effector frame; kg, kg·m, kg·m²)."""
+
+    mode: str
+    estimate: np.ndarray
+    lower: np.ndarray
+    upper: np.ndarray
+    timings: dict = field(default_factory=dict)
+    info: dict = field(default_factory=dict)
+
+    @property
+    def width(self) -> np.ndarray:
+        return self.upper - self.lower
+
+    def contains(self, truth) -> np.ndarray:
+        truth = np.asarray(truth, float)
+        return (self.lower <= truth) & (truth <= self.upper)
+
+    def com_interval(self) -> tuple[np.ndarray, np.ndarray]:
+        """COM [m] in the end-effector frame: [m c]/[m] (interval division); NaN if m may be ≤ 0."""
+        mlo, mhi = self.lower[0], self.upper[0]
+        if not mlo > 0:
+            return np.full(3, np.nan), np.full(3, np.nan)
+        c = np.stack([self.lower[1:4] / mlo, self.lower[1:4] / mhi, self.upper[1:4] / mlo,
+                      self.upper[1:4] / mhi])
+        return c.min(0), c.max(0)
+
+    def principal_inertia_interval(self) -> tuple[np.ndarray, np.ndarray]:
+        """Bounds on the sorted eigenvalues of the rotational inertia about the end-effector frame [kg·m²]."""
+        def mat(x):
+            xx, xy, yy, xz, yz, zz = x[4:]
+            return np.array([[xx, xy, xz], [xy, yy, yz], [xz, yz, zz]])
+        mid = mat(0.5 * (self.lower + self.upper))
+        rad = mat(0.5 * (self.upper - self.lower))
+        lam = np.linalg.eigvalsh(mid)
+        r = np.linalg.norm(rad, 2) * (1 + 1e-12)
+        return lam - r, lam + r
+
+    def table(self, truth=None):
+        import pandas as pd
+        df = pd.DataFrame({"parameter": list(INERTIAL_SUFFIXES), "estimate": self.estimate,
+                           "lower": self.lower, "upper": self.upper, "width": self.width})
+        if truth is not None:
+            df["truth"] = np.asarray(truth, float)
+            df["contained"] = self.contains(truth)
+        return df
+
+
+# ---------------------------------------------------------------------------------- estimate
+def _weights(prob: PayloadProblem) -> np.ndarray:
+    d = prob.d
+    floor = max(float(np.median(d)) * 1e-3, 1e-300)
+    return 1.0 / np.maximum(d, floor)
+
+
+def estimate(prob: PayloadProblem, eta0: np.ndarray | None = None, theta0=None):
+    """Weighted LS in log-Cholesky coordinates (paper 002 eq. 25). Returns (θ*, η*, seconds)."""
+    tic = time.perf_counter()
+    Y, U, w = prob.Y, prob.U0(), _weights(prob)
+    Yw, Uw = Y * w[:, None], U * w
+    if eta0 is None:
+        if theta0 is None:
+            theta0 = np.linalg.lstsq(Yw, Uw, rcond=None)[0]
+        eta0 = _LC.to_theta(theta0)
+
+    def fun(eta):
+        return Yw @ _LC.to_physical(eta) - Uw
+
+    def jac(eta):
+        return Yw @ _LC.jacobian(eta)
+
+    sol = least_squares(fun, eta0, jac=jac, method="lm", xtol=1e-12, ftol=1e-12, gtol=1e-12, max_nfev=200)
+    eta = sol.x
+    return _LC.to_physical(eta), eta, time.perf_counter() - tic
+
+
+# ---------------------------------------------------------------------------------- bound modes
+def first_order_bounds(prob: PayloadProblem, theta, eta, curvature: bool = True) -> tuple[np.ndarray, dict]:
+    """Half-width of paper 002's first-order bound (eqs. 42–46, point Jacobian)."""
+    Y, U, w, d = prob.Y, prob.U0(), _weights(prob), prob.d
+    w2 = w**2
+    Peta = _LC.jacobian(eta)
+    YPw = (Y * w2[:, None]).T  # (10, rows) = YᵀΩ²
+    H = Peta.T @ (YPw @ Y) @ Peta
+    if curvature:
+        H = H + logcholesky_hessian_contraction(eta, YPw @ (Y @ theta - U))
+    Ga = Peta @ np.linalg.solve(H, Peta.T @ YPw)  # ∂θ*/∂U (10, rows)
+    rad = np.abs(Ga) @ d + np.abs(Ga @ prob.R) @ prob.theta_r_radius
+    return rad, {"hessian_cond": float(np.linalg.cond(H))}
+
+
+def _arb_col(mid, rad=None):
+    from flint import arb, arb_mat
+    mid = np.asarray(mid, float)
+    if rad is None:
+        return arb_mat([[arb(float(m))] for m in mid])
+    return arb_mat([[arb(float(m), float(r))] for m, r in zip(mid, rad)])
+
+
+def _arb_mat(x):
+    from flint import arb_mat
+    return arb_mat(np.asarray(x, float).tolist())
+
+
+def _pow2(x: np.ndarray) -> np.ndarray:
+    return 2.0 ** np.round(np.log2(x))
+
+
+def verified_bounds(prob: PayloadProblem) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Rigorous enclosure of the LS image (see module doc). Returns (centre, lower, upper).
+
+    Row weights Ω and column scales S are powers of two, so B = ΩYS⁻¹, ΩT and ΩR are exact in floating
+    point; G_B = (BᵀB)⁻¹Bᵀ is enclosed in ball arithmetic, G_B B = I, and θ = S⁻¹ G_B (ΩT_true − ΩR θ_r)
+    for the true (T, θ_r) when the model is exact. T_true ∈ T ± d and θ_r ∈ θ_r0 ± r are balls, and the
+    ball products enclose the image.
+    """
+    from flint import ctx
+    old = ctx.prec
+    ctx.prec = 80
+    try:
+        Y, R, d = prob.Y, prob.R, prob.d
+        w = _pow2(_weights(prob))
+        s = _pow2(np.maximum(np.linalg.norm(Y * w[:, None], axis=0), 1e-300))
+        B = Y * w[:, None] / s
+        Ba = _arb_mat(B)
+        Bt = Ba.transpose()
+        G = (Bt * Ba).inv() * Bt  # (10, rows)
+        xT = _arb_col(prob.T * w, d * w * (1 + 1e-12))
+        xr = _arb_col(prob.theta_r0, prob.theta_r_radius * (1 + 1e-12))
+        th = G * xT - (G * _arb_mat(R * w[:, None])) * xr
+        lo = np.array([float(th[i, 0].lower()) for i in range(10)])
+        hi = np.array([float(th[i, 0].upper()) for i in range(10)])
+        mid = np.array([float(th[i, 0].mid()) for i in range(10)])
+        # arb -> float conversion rounds to nearest: widen by one ulp outward, then undo the power-of-2 scale
+        return mid / s, np.nextafter(lo, -np.inf) / s, np.nextafter(hi, np.inf) / s
+    finally:
+        ctx.prec = old
+
+
+def _lp_system(prob: PayloadProblem, box=None, consistency: bool = True):
+    """Scaled inequality system A_ub x ≤ b_ub and variable bounds for x = (θ_e S_e, θ_r S_r)."""
+    Y, R, T, d = prob.Y, prob.R, prob.T, prob.d
+    nr = R.shape[1]
+    wr = _weights(prob)  # rows scaled by 1/d and columns by their norms (HiGHS tolerances are absolute)
+    se = np.maximum(np.linalg.norm(Y * wr[:, None], axis=0), 1e-300)
+    sr = np.maximum(np.linalg.norm(R * wr[:, None], axis=0), 1e-300)
+    A = np.hstack([Y * wr[:, None] / se, R * wr[:, None] / sr])
+    A_ub = np.vstack([A, -A])
+    b_ub = np.concatenate([(T + d) * wr, -(T - d) * wr])
+    bounds = [(None, None)] * 10 + list(zip((prob.theta_r0 - prob.theta_r_radius) * sr,
+                                            (prob.theta_r0 + prob.theta_r_radius) * sr))
+    if box is not None:
+        bounds[:10] = [(lo * s, hi * s) for lo, hi, s in zip(box[0], box[1], se)]
+    if consistency:
+        # m ≥ 0 and the diagonal of Σ = tr(I)/2·1 − I ≥ 0 (π order m, mc, Ixx, Ixy, Iyy, Ixz, Iyz, Izz)
+        C = np.zeros((4, 10 + nr))
+        C[0, 0] = -1.0
+        for k, row in enumerate(((1, -1, -1), (-1, 1, -1), (-1, -1, 1))):
+            C[1 + k, [4, 6, 9]] = row
+        C[:, :10] /= se
+        A_ub = np.vstack([A_ub, C])
+        b_ub = np.concatenate([b_ub, np.zeros(4)])
+    return A_ub, b_ub, bounds, se
+
+
+_CONTRADICT = ("the data contradict the bounds: no end-effector parameters are consistent with the log under "
+               "the torque bound and the robot box ({n} windows); widen --tau-bound or --robot-bound, or check "
+               "the payload box and the robot model")
+
+
+def lp_bounds(prob: PayloadProblem, box: tuple | None = None, consistency: bool = True,
+              tol: float = 1e-7) -> tuple[np.ndarray, np.ndarray, dict]:
+    """min/max of each θ_e over the feasible polytope (one shared θ_r); see module doc."""
+    A_ub, b_ub, bounds, se = _lp_system(prob, box, consistency)
+    lo, hi = np.empty(10), np.empty(10)
+    tic = time.perf_counter()
+    options = {"primal_feasibility_tolerance": tol, "dual_feasibility_tolerance": tol}
+    for i in range(10):
+        for sign, out in ((1.0, lo), (-1.0, hi)):
+            c = np.zeros(A_ub.shape[1])
+            c[i] = sign
+            res = linprog(c, A_ub=A_ub, b_ub=b_ub, bounds=bounds, method="highs", options=options)
+            if res.status == 2:
+                raise DataContradictBounds(_CONTRADICT.format(n=prob.n_windows))
+            if res.status == 3:
+                raise PayloadError(f"the payload parameter {INERTIAL_SUFFIXES[i]!r} is unbounded by the data: "
+                                   "excite the end effector more or give a payload box")
+            if res.status != 0:
+                raise PayloadError(f"LP for {INERTIAL_SUFFIXES[i]!r} failed: {res.message}")
+            out[i] = sign * res.fun / se[i]
+    # pad by the solver's feasibility tolerance mapped back through the scaling (conservative)
+    pad = tol * (np.abs(lo) + np.abs(hi)) + 10 * tol * np.sqrt(len(b_ub)) / se
+    return lo - pad, hi + pad, {"lp_seconds": time.perf_counter() - tic}
+
+
+def feasibility_check(prob: PayloadProblem, box=None, consistency: bool = True) -> None:
+    """Raise `DataContradictBounds` when no (θ_e, θ_r) satisfies all rows (one LP)."""
+    A_ub, b_ub, bounds, _ = _lp_system(prob, box, consistency)
+    res = linprog(np.zeros(A_ub.shape[1]), A_ub=A_ub, b_ub=b_ub, bounds=bounds, method="highs")
+    if res.status == 2:
+        raise DataContradictBounds(_CONTRADICT.format(n=prob.n_windows))
+
+
+def compute_bounds(prob: PayloadProblem, mode: str = "lp", box=None, eta0=None, consistency: bool = True,
+                   check: bool = True) -> tuple[PayloadBounds, np.ndarray]:
+    """Estimate + bound of one mode. Returns (PayloadBounds, η*) (η* for warm starts)."""
+    if mode not in BOUND_MODES:
+        raise PayloadError(f"unknown bound mode {mode!r} (use {', '.join(BOUND_MODES)})")
+    prob.check_excitation()
+    timings = {}
+    theta, eta, timings["estimate_s"] = estimate(prob, eta0=eta0)
+    tic = time.perf_counter()
+    info = {"cond_Y": float(np.linalg.cond(prob.Y)), "windows": prob.n_windows}
+    if mode == "lp":
+        lo, hi, extra = lp_bounds(prob, box=box, consistency=consistency)
+        info.update(extra)
+    else:
+        if check:
+            feasibility_check(prob, box, consistency)
+        if mode == "verified":
+            _, lo, hi = verified_bounds(prob)
+        else:
+            rad, extra = first_order_bounds(prob, theta, eta)
+            info.update(extra)
+            lo, hi = theta - rad, theta + rad
+        if box is not None:
+            lo, hi = np.maximum(lo, box[0]), np.minimum(hi, box[1])
+            if np.any(lo > hi):
+                raise DataContradictBounds("the data contradict the bounds: the interval lies outside the "
+                                           "payload box")
+    timings["bound_s"] = time.perf_counter() - tic
+    return PayloadBounds(mode, theta, lo, hi, timings, info), eta
