@@ -16,7 +16,7 @@ All three start from the rows of `PayloadProblem`:  |Y θ_e + R θ_r − T| ≤ 
   all rows) projected on each coordinate: 20 linear programs (scipy's HiGHS). Optionally intersected with a
   prior box on θ_e and the linear necessary conditions of physical consistency (m ≥ 0, diagonal of the
   pseudo-inertia ≥ 0). An empty set raises `DataContradictBounds`. Rigorous up to HiGHS's feasibility
-  tolerance (the bound is padded by it).
+  tolerance (the bound is padded by it). One HiGHS model (highspy), warm-started between the objectives.
 
 Derived (all modes): COM interval [m c]/[m] (valid when m > 0 over the box) and bounds on the principal
 moments of the rotational inertia about the end-effector frame (Weyl: |λ_i(I) − λ_i(I_mid)| ≤ ‖rad I‖₂).
@@ -24,12 +24,14 @@ moments of the rotational inertia about the end-effector frame (Weyl: |λ_i(I) �
 
 from __future__ import annotations
 
+import os
+import sys
 import time
 from dataclasses import dataclass, field
 
 import numpy as np
 import pinocchio as pin
-from scipy.optimize import least_squares, linprog
+from scipy.optimize import least_squares
 
 from ..parameterizations import LogCholesky
 from ..robots.model import INERTIAL_SUFFIXES
@@ -236,66 +238,126 @@ def verified_bounds(prob: PayloadProblem) -> tuple[np.ndarray, np.ndarray, np.nd
 
 
 def _lp_system(prob: PayloadProblem, box=None, consistency: bool = True):
-    """Scaled inequality system A_ub x ≤ b_ub and variable bounds for x = (θ_e S_e, θ_r S_r)."""
+    """Scaled two-sided rows ``lo ≤ A x ≤ hi`` and column bounds for x = (θ_e·s_e, θ_r·s_r)."""
     Y, R, T, d = prob.Y, prob.R, prob.T, prob.d
     nr = R.shape[1]
     wr = _weights(prob)  # rows scaled by 1/d and columns by their norms (HiGHS tolerances are absolute)
     se = np.maximum(np.linalg.norm(Y * wr[:, None], axis=0), 1e-300)
     sr = np.maximum(np.linalg.norm(R * wr[:, None], axis=0), 1e-300)
     A = np.hstack([Y * wr[:, None] / se, R * wr[:, None] / sr])
-    A_ub = np.vstack([A, -A])
-    b_ub = np.concatenate([(T + d) * wr, -(T - d) * wr])
-    bounds = [(None, None)] * 10 + list(zip((prob.theta_r0 - prob.theta_r_radius) * sr,
-                                            (prob.theta_r0 + prob.theta_r_radius) * sr))
+    row_lo, row_hi = (T - d) * wr, (T + d) * wr
+    col_lo = np.concatenate([np.full(10, -np.inf), (prob.theta_r0 - prob.theta_r_radius) * sr])
+    col_hi = np.concatenate([np.full(10, np.inf), (prob.theta_r0 + prob.theta_r_radius) * sr])
     if box is not None:
-        bounds[:10] = [(lo * s, hi * s) for lo, hi, s in zip(box[0], box[1], se)]
+        col_lo[:10] = np.asarray(box[0], float) * se
+        col_hi[:10] = np.asarray(box[1], float) * se
     if consistency:
-        # m ≥ 0 and the diagonal of Σ = tr(I)/2·1 − I ≥ 0 (π order m, mc, Ixx, Ixy, Iyy, Ixz, Iyz, Izz)
-        C = np.zeros((4, 10 + nr))
-        C[0, 0] = -1.0
+        # m ≥ 0 and the diagonal of Σ = tr(I)/2·1 − I ≥ 0 (π order m, mc, Ixx, Ixy, Iyy, Ixz, Iyz, Izz):
+        # Ixx − Iyy − Izz ≤ 0, …
+        C = np.zeros((3, 10 + nr))
         for k, row in enumerate(((1, -1, -1), (-1, 1, -1), (-1, -1, 1))):
-            C[1 + k, [4, 6, 9]] = row
+            C[k, [4, 6, 9]] = row
         C[:, :10] /= se
-        A_ub = np.vstack([A_ub, C])
-        b_ub = np.concatenate([b_ub, np.zeros(4)])
-    return A_ub, b_ub, bounds, se
+        A = np.vstack([A, C])
+        row_lo = np.concatenate([row_lo, np.full(3, -np.inf)])
+        row_hi = np.concatenate([row_hi, np.zeros(3)])
+        col_lo[0] = max(col_lo[0], 0.0)
+    return A, row_lo, row_hi, col_lo, col_hi, se
 
 
-_CONTRADICT = ("the data contradict the bounds: no end-effector parameters are consistent with the log under "
-               "the torque bound and the robot box ({n} windows); widen --tau-bound or --robot-bound, or check "
-               "the payload box and the robot model")
+_CONTRADICT = ("the data contradict the bounds: no end-effector parameters are consistent with the log "
+               "under the torque bound and the robot box ({n} windows); widen --tau-bound or --robot-bound, "
+               "or check the payload box and the robot model")
+
+
+_HIGHS_QUIET = False
+
+
+def _new_highs():
+    """A ``highspy.Highs`` instance; the C++ banner HiGHS prints on its first construction in a process
+    goes to /dev/null instead of our stdout (CLI output and tables stay clean)."""
+    global _HIGHS_QUIET
+    import highspy
+
+    if _HIGHS_QUIET:
+        return highspy.Highs()
+    sys.stdout.flush()
+    saved = os.dup(1)
+    try:
+        with open(os.devnull, "w") as null:
+            os.dup2(null.fileno(), 1)
+            h = highspy.Highs()
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+    _HIGHS_QUIET = True
+    return h
+
+
+def _highs(A, row_lo, row_hi, col_lo, col_hi, tol):
+    import highspy
+    from scipy.sparse import csc_matrix
+
+    h = _new_highs()
+    h.setOptionValue("output_flag", False)
+    h.setOptionValue("primal_feasibility_tolerance", tol)
+    h.setOptionValue("dual_feasibility_tolerance", tol)
+    inf = highspy.kHighsInf
+    lp = highspy.HighsLp()
+    lp.num_col_, lp.num_row_ = A.shape[1], A.shape[0]
+    lp.col_cost_ = np.zeros(A.shape[1])
+    lp.col_lower_ = np.where(np.isfinite(col_lo), col_lo, -inf)
+    lp.col_upper_ = np.where(np.isfinite(col_hi), col_hi, inf)
+    lp.row_lower_ = np.where(np.isfinite(row_lo), row_lo, -inf)
+    lp.row_upper_ = np.where(np.isfinite(row_hi), row_hi, inf)
+    M = csc_matrix(A)
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+    lp.a_matrix_.start_ = M.indptr
+    lp.a_matrix_.index_ = M.indices
+    lp.a_matrix_.value_ = M.data
+    h.passModel(lp)
+    return h
 
 
 def lp_bounds(prob: PayloadProblem, box: tuple | None = None, consistency: bool = True,
-              tol: float = 1e-7) -> tuple[np.ndarray, np.ndarray, dict]:
-    """min/max of each θ_e over the feasible polytope (one shared θ_r); see module doc."""
-    A_ub, b_ub, bounds, se = _lp_system(prob, box, consistency)
+              tol: float = 1e-8) -> tuple[np.ndarray, np.ndarray, dict]:
+    """min/max of each θ_e over the feasible polytope (one shared θ_r); see module doc.
+
+    One HiGHS model; the 20 objectives are solved in turn, each warm-started from the previous basis.
+    """
+    import highspy
+
+    A, row_lo, row_hi, col_lo, col_hi, se = _lp_system(prob, box, consistency)
+    h = _highs(A, row_lo, row_hi, col_lo, col_hi, tol)
+    st = highspy.HighsModelStatus
     lo, hi = np.empty(10), np.empty(10)
     tic = time.perf_counter()
-    options = {"primal_feasibility_tolerance": tol, "dual_feasibility_tolerance": tol}
     for i in range(10):
         for sign, out in ((1.0, lo), (-1.0, hi)):
-            c = np.zeros(A_ub.shape[1])
-            c[i] = sign
-            res = linprog(c, A_ub=A_ub, b_ub=b_ub, bounds=bounds, method="highs", options=options)
-            if res.status == 2:
+            h.changeColCost(i, sign)
+            h.run()
+            status = h.getModelStatus()
+            if status == st.kInfeasible:
                 raise DataContradictBounds(_CONTRADICT.format(n=prob.n_windows))
-            if res.status == 3:
-                raise PayloadError(f"the payload parameter {INERTIAL_SUFFIXES[i]!r} is unbounded by the data: "
-                                   "excite the end effector more or give a payload box")
-            if res.status != 0:
-                raise PayloadError(f"LP for {INERTIAL_SUFFIXES[i]!r} failed: {res.message}")
-            out[i] = sign * res.fun / se[i]
+            if status in (st.kUnbounded, st.kUnboundedOrInfeasible):
+                raise PayloadError(f"the payload parameter {INERTIAL_SUFFIXES[i]!r} is unbounded by the "
+                                   "data: excite the end effector more or give a payload box")
+            if status != st.kOptimal:
+                raise PayloadError(f"LP for {INERTIAL_SUFFIXES[i]!r} failed: {h.modelStatusToString(status)}")
+            out[i] = sign * h.getInfo().objective_function_value / se[i]
+        h.changeColCost(i, 0.0)
     # pad by the solver's feasibility tolerance mapped back through the scaling (conservative)
-    pad = tol * (np.abs(lo) + np.abs(hi)) + 10 * tol * np.sqrt(len(b_ub)) / se
+    pad = tol * (np.abs(lo) + np.abs(hi)) + 10 * tol * np.sqrt(A.shape[0]) / se
     return lo - pad, hi + pad, {"lp_seconds": time.perf_counter() - tic}
 
 
 def feasibility_check(prob: PayloadProblem, box=None, consistency: bool = True) -> None:
     """Raise `DataContradictBounds` when no (θ_e, θ_r) satisfies all rows (one LP)."""
-    A_ub, b_ub, bounds, _ = _lp_system(prob, box, consistency)
-    res = linprog(np.zeros(A_ub.shape[1]), A_ub=A_ub, b_ub=b_ub, bounds=bounds, method="highs")
-    if res.status == 2:
+    import highspy
+
+    h = _highs(*_lp_system(prob, box, consistency)[:5], tol=1e-8)
+    h.run()
+    if h.getModelStatus() == highspy.HighsModelStatus.kInfeasible:
         raise DataContradictBounds(_CONTRADICT.format(n=prob.n_windows))
 
 
