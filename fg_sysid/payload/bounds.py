@@ -148,9 +148,10 @@ class PayloadBounds:
 
 # ---------------------------------------------------------------------------------- estimate
 def _weights(prob: PayloadProblem) -> np.ndarray:
+    """Row weights Ω ≈ 1/d, rounded to powers of two (so that scaling by them is exact in floating point)."""
     d = prob.d
     floor = max(float(np.median(d)) * 1e-3, 1e-300)
-    return 1.0 / np.maximum(d, floor)
+    return _pow2(1.0 / np.maximum(d, floor))
 
 
 def estimate(prob: PayloadProblem, eta0: np.ndarray | None = None, theta0=None):
@@ -219,7 +220,7 @@ def verified_bounds(prob: PayloadProblem) -> tuple[np.ndarray, np.ndarray, np.nd
     ctx.prec = 80
     try:
         Y, R, d = prob.Y, prob.R, prob.d
-        w = _pow2(_weights(prob))
+        w = _weights(prob)
         s = _pow2(np.maximum(np.linalg.norm(Y * w[:, None], axis=0), 1e-300))
         B = Y * w[:, None] / s
         Ba = _arb_mat(B)
