@@ -50,7 +50,7 @@ def test_momentum_regressor_identities(panda):
 
 
 def test_momentum_rate_matches_finite_difference(panda):
-    """dp/dt (central difference along q(t), v(t)) = W_c π + τ − τ_f − Ia∘a with τ from RNEA + armature + friction."""
+    """dp/dt by central differences along q(t), v(t) = W_c π + τ − τ_f − Ia∘a (τ: RNEA + Ia∘a + τ_f)."""
     robot, model, data = panda
     rng = np.random.default_rng(1)
     pi = robot.nominal_inertial_parameters().ravel()
@@ -174,5 +174,5 @@ def test_logcholesky_hessian_contraction():
     for _ in range(3):
         eta = rng.normal(0, 0.5, 10)
         g = rng.normal(0, 1, 10)
-        num = central_diff(lambda e: g @ pin.LogCholeskyParameters(e).calculateJacobian(), eta)
+        num = central_diff(lambda e, g=g: g @ pin.LogCholeskyParameters(e).calculateJacobian(), eta)
         np.testing.assert_allclose(logcholesky_hessian_contraction(eta, g), num, atol=1e-6)

@@ -173,8 +173,8 @@ def momentum_window_residual(model: pin.Model, data: pin.Data, t, q, v, tau, pi,
                              rule: str = "trapezoid", tau_rule: str = "euler", jacobians: bool = True):
     """Momentum balance of one window (samples 0..h of the arrays) and its analytic Jacobians.
 
-        r = W_m(q_h, v_h)π − W_m(q_0, v_0)π + Ia∘(v_h − v_0) − Σ_j w_j (W_c(q_j, v_j)π − fc∘sign(v_j) − fv∘v_j)
-            − Σ_j w'_j τ_j                                                         [N·m·s]   (paper 002 eq. 13)
+        r = W_m(q_h, v_h)π − W_m(q_0, v_0)π + Ia∘(v_h − v_0)
+            − Σ_j w_j (W_c(q_j, v_j)π − fc∘sign(v_j) − fv∘v_j) − Σ_j w'_j τ_j      [N·m·s]  (paper 002 eq. 13)
 
     Arguments: t (h+1,) [s], q, v, τ (h+1, nv); π (10·n_bodies,), armature, fc [N·m], fv [N·m·s/rad] (nv,).
     Returns ``(r, J)`` with J a dict: ``pi`` (nv, P), ``armature``/``fc``/``fv`` (nv, nv), ``tau``

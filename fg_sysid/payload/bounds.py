@@ -154,15 +154,26 @@ def _weights(prob: PayloadProblem) -> np.ndarray:
     return _pow2(1.0 / np.maximum(d, floor))
 
 
-def estimate(prob: PayloadProblem, eta0: np.ndarray | None = None, theta0=None):
-    """Weighted LS in log-Cholesky coordinates (paper 002 eq. 25). Returns (θ*, η*, seconds)."""
+def _consistent(theta) -> bool:
+    return bool(np.linalg.eigvalsh(pin.PseudoInertia.FromDynamicParameters(theta).toMatrix()).min() > 0)
+
+
+def estimate(prob: PayloadProblem, eta0: np.ndarray | None = None):
+    """Weighted LS in log-Cholesky coordinates (paper 002 eq. 25). Returns (θ*, η*, seconds).
+
+    When the linear weighted LS solution is physically consistent (pseudo-inertia ≻ 0) it is the global
+    minimizer and η* = P⁻¹(θ_LS) (paper 002 Cor. 17: P is a diffeomorphism onto the consistent set);
+    otherwise the problem is solved in η (trust-region least squares, analytic Jacobian Y·∂P/∂η) from the
+    previous η* or the projection of θ_LS.
+    """
     tic = time.perf_counter()
     Y, U, w = prob.Y, prob.U0(), _weights(prob)
     Yw, Uw = Y * w[:, None], U * w
+    theta_ls = np.linalg.lstsq(Yw, Uw, rcond=None)[0]
+    if _consistent(theta_ls):
+        return theta_ls, _LC.to_theta(theta_ls), time.perf_counter() - tic
     if eta0 is None:
-        if theta0 is None:
-            theta0 = np.linalg.lstsq(Yw, Uw, rcond=None)[0]
-        eta0 = _LC.to_theta(theta0)
+        eta0 = _LC.to_theta(theta_ls)  # clamps onto the consistent set
 
     def fun(eta):
         return Yw @ _LC.to_physical(eta) - Uw
@@ -170,9 +181,11 @@ def estimate(prob: PayloadProblem, eta0: np.ndarray | None = None, theta0=None):
     def jac(eta):
         return Yw @ _LC.jacobian(eta)
 
-    sol = least_squares(fun, eta0, jac=jac, method="lm", xtol=1e-12, ftol=1e-12, gtol=1e-12, max_nfev=200)
-    eta = sol.x
-    return _LC.to_physical(eta), eta, time.perf_counter() - tic
+    eta0 = np.clip(eta0, -30.0, 30.0)
+    sol = least_squares(fun, eta0, jac=jac, method="trf", xtol=1e-12, ftol=1e-12, gtol=1e-12, max_nfev=200)
+    if not np.all(np.isfinite(sol.fun)):
+        raise PayloadError("the log-Cholesky least-squares estimate diverged (non-finite residual)")
+    return _LC.to_physical(sol.x), sol.x, time.perf_counter() - tic
 
 
 # ---------------------------------------------------------------------------------- bound modes
@@ -185,7 +198,12 @@ def first_order_bounds(prob: PayloadProblem, theta, eta, curvature: bool = True)
     H = Peta.T @ (YPw @ Y) @ Peta
     if curvature:
         H = H + logcholesky_hessian_contraction(eta, YPw @ (Y @ theta - U))
-    Ga = Peta @ np.linalg.solve(H, Peta.T @ YPw)  # ∂θ*/∂U (10, rows)
+    try:
+        Ga = Peta @ np.linalg.solve(H, Peta.T @ YPw)  # ∂θ*/∂U (10, rows)
+    except np.linalg.LinAlgError:
+        raise PayloadError("first-order bound: the Hessian of eq. 43 is singular at the estimate (the "
+                           "estimate is on the physical-consistency boundary); use --bounds lp or verified"
+                           ) from None
     rad = np.abs(Ga) @ d + np.abs(Ga @ prob.R) @ prob.theta_r_radius
     return rad, {"hessian_cond": float(np.linalg.cond(H))}
 
@@ -195,7 +213,7 @@ def _arb_col(mid, rad=None):
     mid = np.asarray(mid, float)
     if rad is None:
         return arb_mat([[arb(float(m))] for m in mid])
-    return arb_mat([[arb(float(m), float(r))] for m, r in zip(mid, rad)])
+    return arb_mat([[arb(float(m), float(r))] for m, r in zip(mid, rad, strict=True)])
 
 
 def _arb_mat(x):

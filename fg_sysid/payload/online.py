@@ -56,8 +56,8 @@ class OnlinePayloadIdentifier:
             hi = np.minimum(b.upper, self.current.upper)
             if np.any(lo > hi):
                 bad = [INERTIAL_SUFFIXES[i] for i in np.flatnonzero(lo > hi)]
-                raise DataContradictBounds(f"the data contradict the bounds: the new interval of {bad} does not "
-                                           "intersect the previous one")
+                raise DataContradictBounds(f"the data contradict the bounds: the new interval of {bad} does "
+                                           "not intersect the previous one")
             b = PayloadBounds(b.mode, b.estimate, lo, hi, b.timings, b.info)
         b.timings["regressor_s"] = t_reg
         b.timings["update_s"] = time.perf_counter() - tic

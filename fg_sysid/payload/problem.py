@@ -166,7 +166,9 @@ class PayloadProblem:
             return 0
         Wm, Wc = momentum_regressors_batch(self.model, q, v, self.data)
         new = (t, q, v, tau, Wm, Wc)
-        self._buf = new if self._buf is None else tuple(np.concatenate([a, b]) for a, b in zip(self._buf, new))
+        if self._buf is not None:
+            new = tuple(np.concatenate([a, b]) for a, b in zip(self._buf, new, strict=True))
+        self._buf = new
         self.n_samples += len(t)
         self.t_end = t[-1]
         added = 0
