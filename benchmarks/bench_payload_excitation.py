@@ -64,7 +64,8 @@ def main(argv=None):
                 prob = PayloadProblem(robot, prior, NoiseBounds(), h=50)
                 prob.add(run.t, run.q, run.v, run.tau)
                 rows.append({"seed": seed, "motion": name, "payload": pl.name,
-                             "cond_Y_desired": ev.condition(traj), "cond_Y_executed": float(np.linalg.cond(prob.Y)),
+                             "cond_Y_desired": ev.condition(traj),
+                             "cond_Y_executed": float(np.linalg.cond(prob.Y)),
                              "box_torque_ratio": ev.torque_ratio(traj, n=1024),
                              "optimizer_s": opt_s if name == "safe-exciting" else np.nan,
                              "evaluations": info["evaluations"] if name == "safe-exciting" else np.nan,
@@ -84,7 +85,8 @@ def main(argv=None):
              / df[df.motion == "random Fourier"]["cond_Y_executed"].to_numpy())
     print(f"\nexecuted cond(Y) ratio safe / random (same seed and payload): median {np.median(ratio):.2f}, "
           f"max {ratio.max():.2f}; optimizer {df['optimizer_s'].median():.0f} s "
-          f"({df['evaluations'].median():.0f} evaluations) per motion; total {time.perf_counter() - tic:.0f} s")
+          f"({df['evaluations'].median():.0f} evaluations) per motion; "
+          f"total {time.perf_counter() - tic:.0f} s")
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """Safe exciting motions for payload identification (issue 16 item 5; paper 002 Sec. V, simplified).
 
-Family: Fourier series of period ``duration`` that start and end at rest (`rest_coefficients`, issue 4), oscillating about a
-home pose (`SafeExcitation.home_pose`: the pose of least box-robust gravity torque) and scaled per joint
+Family: Fourier series of period ``duration`` that start and end at rest (`rest_coefficients`, issue 4),
+oscillating about a home pose (`SafeExcitation.home_pose`: the pose of least box-robust gravity torque) and scaled per joint
 into the room left in the position range (shrunk by ``margin``) and ``velocity_fraction`` of the velocity
 limit (`fit_around`) — position and velocity limits hold by construction for the *desired* motion.
 
@@ -37,7 +37,9 @@ from .problem import NoiseBounds, PayloadError, PayloadProblem, RobotPrior
 
 def payload_box_from_geometry(prior: RobotPrior, max_mass: float, radius: float):
     """(lower, upper) of θ_e for the end effector plus any payload of mass ≤ ``max_mass`` [kg] lying within
-    ``radius`` [m] of the end-effector frame origin (rigorous: |∫x dm| ≤ Mρ, ∫(y²+z²)dm ≤ Mρ², |∫xy dm| ≤ Mρ²/2)."""
+    ``radius`` [m] of the end-effector frame origin.
+
+    Rigorous: |∫x dm| ≤ Mρ, 0 ≤ ∫(y²+z²)dm ≤ Mρ², |∫xy dm| ≤ Mρ²/2 for any such mass distribution."""
     if max_mass < 0 or radius < 0:
         raise PayloadError("maximum payload mass and radius must be non-negative")
     ee = prior.pi[prior.ee_body]
@@ -115,7 +117,8 @@ class SafeExcitation:
         smallest box-robust gravity torque ratio: the centre the motions oscillate about."""
         lo, hi = self.robot.position_limits()
         rng = np.random.default_rng(seed)
-        cands = [0.5 * (lo + hi)] + list(0.5 * (lo + hi) + 0.25 * (hi - lo) * rng.uniform(-1, 1, (n, lo.size)))
+        mid = 0.5 * (lo + hi)
+        cands = [mid] + list(mid + 0.25 * (hi - lo) * rng.uniform(-1, 1, (n, lo.size)))
         return min(cands, key=self.rest_ratio)
 
     def _ratio(self, q, v, a) -> float:
