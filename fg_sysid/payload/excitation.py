@@ -1,9 +1,10 @@
 """Safe exciting motions for payload identification (issue 16 item 5; paper 002 Sec. V, simplified).
 
 Family: Fourier series of period ``duration`` that start and end at rest (`rest_coefficients`, issue 4),
-oscillating about a home pose (`SafeExcitation.home_pose`: the pose of least box-robust gravity torque) and scaled per joint
-into the room left in the position range (shrunk by ``margin``) and ``velocity_fraction`` of the velocity
-limit (`fit_around`) — position and velocity limits hold by construction for the *desired* motion.
+oscillating about a home pose (`SafeExcitation.home_pose`: the pose of least box-robust gravity torque)
+and scaled per joint into the room left in the position range (shrunk by ``margin``) and
+``velocity_fraction`` of the velocity limit (`fit_around`) — position and velocity limits hold by
+construction for the *desired* motion.
 
 Objective: log cond(Y) of the **momentum observation matrix** of the payload problem (rows of
 `PayloadProblem`, windows of ``h`` samples of the desired motion at ``rate``), not the torque-regressor
