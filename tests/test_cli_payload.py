@@ -45,9 +45,12 @@ def test_payload_cli_outputs_and_containment(data):
     out = d / "res"
     r = invoke("payload", d / "log.csv", "--robot", "panda", "--tau-bound", "2.5%", "--robot-bound", "5%",
                "--bounds", "lp", "--h", 25, "--chunk", 1.0, "--armature", ARMATURE, "--viscous", VISCOUS,
-               "--truth", d / "truth.json", "--out", out)
+               "--truth", d / "truth.json", "--export-mjcf", "--out", out)
     assert r.exit_code == 0, r.output
     res = json.loads((out / "payload.json").read_text())
+    mujoco = pytest.importorskip("mujoco")
+    mj = mujoco.MjModel.from_xml_path(str(out / "robot_with_payload.xml"))
+    assert mj.body_mass[-1] == pytest.approx(res["parameters"]["m"]["estimate"], rel=1e-5)  # MJCF: 6 digits
     assert res["containment"]["all"] is True
     assert res["updates"] >= 2 and res["end_effector_link"] == "panda_link7"
     m = res["parameters"]["m"]

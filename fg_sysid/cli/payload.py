@@ -118,9 +118,12 @@ def _width_plot(hist, path: Path, mode: str) -> None:
               help="Nominal viscous friction of every joint [N·m·s/rad] (overrides).")
 @click.option("--truth", type=click.Path(dir_okay=False),
               help="JSON with the true 10 parameters (list or {m, mcx, …}): containment per parameter.")
+@click.option("--export-mjcf", is_flag=True,
+              help="Also write robot_with_payload.xml: the robot (nominal θ_r) with the estimated end "
+                   "effector + payload, as MJCF (needs the 'sim' extra, mujoco).")
 @click.option("--out", "out", required=True, type=click.Path(file_okay=False), help="Output directory.")
 def payload_cmd(log_path, robot_name, model_dir, ee_link, tau_bound, robot_bound, mode, h, chunk, payload_box,
-                armature, viscous, truth, out):
+                armature, viscous, truth, export_mjcf, out):
     """Identify the end-effector + payload (10 inertial parameters, about the end-effector frame) from a
     log of q, v, τ with acceleration-free momentum windows, and bound them under bounded torque noise and a
     box on the rest of the robot.
@@ -218,7 +221,19 @@ def payload_cmd(log_path, robot_name, model_dir, ee_link, tau_bound, robot_bound
         inside = b.contains(truth_vec)
         result["containment"] = {"all": bool(inside.all()),
                                  **{n: bool(x) for n, x in zip(INERTIAL, inside, strict=True)}}
+    mjcf = None
+    if export_mjcf:
+        try:
+            from ..datasets.mujoco_sim import build_mujoco_spec
+        except ImportError as e:
+            fail(f"--export-mjcf needs mujoco (pip install 'fg-sysid[sim]'): {e}")
+        pi = prior.pi.copy()
+        pi[prior.ee_body] = b.estimate
+        mjcf = build_mujoco_spec(robot, inertial=pi, friction=(prior.fc, prior.fv), armature=prior.armature,
+                                 foot_frames=None).to_xml()
     with atomic_output_dir(out) as tmp:
+        if mjcf is not None:
+            (tmp / "robot_with_payload.xml").write_text(mjcf)
         (tmp / "payload.json").write_text(json.dumps(result, indent=1, default=float) + "\n")
         table.to_csv(tmp / "bounds.csv", index=False)
         hist.to_csv(tmp / "history.csv", index=False)
