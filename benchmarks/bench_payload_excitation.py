@@ -7,7 +7,8 @@ family, same limits, same torque check, one random draw with the same seed). Bot
 *executed* in closed loop (computed torque + PD on the nominal model, ZOH at 1 kHz, RK4 4 sub-steps) with
 the three payloads that lie inside the box (1.81, 2.27, 2.72 kg) and a θ_r drawn in its box; reported:
 limit violations of the executed motion (position, velocity, applied torque vs the effort limits) and
-cond(Y) of the executed data (1 kHz, h = 100: the optimizer's 0.1 s windows), the number the paper's Table V compares.
+cond(Y) of the executed data (1 kHz, h = 100: the optimizer's 0.1 s windows), the number the paper's
+Table V compares.
 
     python benchmarks/bench_payload_excitation.py --seeds 3
 """
