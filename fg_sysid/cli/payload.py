@@ -105,6 +105,9 @@ def _width_plot(hist, path: Path, mode: str) -> None:
               help="Torque-noise bound: relative to the true torque ('2.5%') or absolute in N·m ('0.3').")
 @click.option("--robot-bound", default="5%", show_default=True,
               help="Half-width of the box on every other robot parameter, relative to its nominal value.")
+@click.option("--model-margin", default="1%", show_default=True,
+              help="Allowance for the momentum balance's model error, relative to each row's torque-noise "
+                   "bound (added to the data-derived quadrature margin).")
 @click.option("--bounds", "mode", type=click.Choice(["lp", "verified", "first-order"]), default="lp",
               show_default=True, help="lp: exact feasible set (HiGHS); verified: ball-arithmetic enclosure "
                                       "of the least-squares image; first-order: paper 002's radius.")
@@ -122,8 +125,8 @@ def _width_plot(hist, path: Path, mode: str) -> None:
               help="Also write robot_with_payload.xml: the robot (nominal θ_r) with the estimated end "
                    "effector + payload, as MJCF (needs the 'sim' extra, mujoco).")
 @click.option("--out", "out", required=True, type=click.Path(file_okay=False), help="Output directory.")
-def payload_cmd(log_path, robot_name, model_dir, ee_link, tau_bound, robot_bound, mode, h, chunk, payload_box,
-                armature, viscous, truth, export_mjcf, out):
+def payload_cmd(log_path, robot_name, model_dir, ee_link, tau_bound, robot_bound, model_margin, mode, h,
+                chunk, payload_box, armature, viscous, truth, export_mjcf, out):
     """Identify the end-effector + payload (10 inertial parameters, about the end-effector frame) from a
     log of q, v, τ with acceleration-free momentum windows, and bound them under bounded torque noise and a
     box on the rest of the robot.
@@ -141,6 +144,7 @@ def payload_cmd(log_path, robot_name, model_dir, ee_link, tau_bound, robot_bound
 
     tau_abs, tau_rel = _parse_bound(tau_bound, "--tau-bound", allow_absolute=True)
     _, robot_rel = _parse_bound(robot_bound, "--robot-bound", allow_absolute=False)
+    _, model_rel = _parse_bound(model_margin, "--model-margin", allow_absolute=False)
     if h < 1:
         fail(f"--h must be >= 1 sample, got {h}")
     if not (math.isfinite(chunk) and chunk > 0):
@@ -186,7 +190,7 @@ def payload_cmd(log_path, robot_name, model_dir, ee_link, tau_bound, robot_bound
             prior = _prior_from_model(spec, robot, ee, arm, fv)
         else:
             prior = RobotPrior.from_robot(robot, ee, armature=arm, fv=fv)
-        noise = NoiseBounds(tau_abs=tau_abs, tau_rel=tau_rel, robot_rel=robot_rel)
+        noise = NoiseBounds(tau_abs=tau_abs, tau_rel=tau_rel, robot_rel=robot_rel, model_rel=model_rel)
         ident = run_online(robot, prior, noise, log.t, log.q, log.v, log.tau, chunk=chunk, mode=mode, h=h,
                            box=box, progress=echo_err)
     except DataContradictBounds as e:
@@ -203,6 +207,7 @@ def payload_cmd(log_path, robot_name, model_dir, ee_link, tau_bound, robot_bound
         "robot": robot.name, "log": str(log_path), "end_effector_link": ee_name, "mode": mode,
         "frame": f"{ee_name} (body frame); Pinocchio order; kg, kg·m, kg·m² about the frame origin",
         "assumptions": {"tau_bound_abs_Nm": tau_abs, "tau_bound_rel": tau_rel, "robot_bound_rel": robot_rel,
+                        "model_margin_rel": model_rel,
                         "h": h, "chunk_s": chunk, "payload_box": None if box is None else
                         {"lower": box[0].tolist(), "upper": box[1].tolist()},
                         "robot_prior": "model.json" if spec is not None else "URDF",

@@ -387,7 +387,13 @@ def compute_bounds(prob: PayloadProblem, mode: str = "lp", box=None, eta0=None, 
         raise PayloadError(f"unknown bound mode {mode!r} (use {', '.join(BOUND_MODES)})")
     prob.check_excitation()
     timings = {}
+    prob.theta_e_abs = None  # the estimate is weighted by the noise bound only
     theta, eta, timings["estimate_s"] = estimate(prob, eta0=eta0)
+    # quadrature margin of the rows (docs/payload.md, assumption 4): |θ_e| ≤ 2|θ̂_e|, or the box if larger
+    te_abs = 2 * np.abs(theta)
+    if box is not None:
+        te_abs = np.maximum(te_abs, np.maximum(np.abs(box[0]), np.abs(box[1])))
+    prob.theta_e_abs = te_abs
     tic = time.perf_counter()
     info = {"cond_Y": float(np.linalg.cond(prob.Y)), "windows": prob.n_windows}
     if mode == "lp":
