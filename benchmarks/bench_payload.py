@@ -61,8 +61,16 @@ def trial(robot, prior, payload, seed, args, noise):
         else:  # Y depends on q, v only: the uniform run's problem gives the LS mass sensitivity
             sign = worst_case_sign(prob, len(run.t), robot.nv, args.h)
             tau = run.tau + torque_noise(run.tau, 0.025, sign=sign)
-        ident = run_online(robot, prior, noise, run.t, run.q, run.v, tau, chunk=args.chunk, mode="lp",
-                           h=args.h)
+        try:
+            ident = run_online(robot, prior, noise, run.t, run.q, run.v, tau, chunk=args.chunk, mode="lp",
+                               h=args.h)
+        except PayloadError as e:  # e.g. "the data contradict the bounds": a failure of every mode
+            rows += [{"payload": payload.name, "seed": seed, "noise": kind, "mode": m, "contained_all": False,
+                      "error": str(e), "update_times": []} for m in ("lp", "verified", "first-order")]
+            if prob is None:
+                prob = PayloadProblem(robot, prior, noise, h=args.h)
+                prob.add(run.t, run.q, run.v, tau)
+            continue
         hist = ident.history_frame()
         results = {"lp": ident.current}
         prob = ident.problem
@@ -116,11 +124,11 @@ def main(argv=None):
             if args.csv:  # incremental: a crash or a stop keeps the trials done so far
                 pd.DataFrame(rows).drop(columns=["update_times"]).to_csv(args.csv, index=False)
             done = p * args.trials_per_payload + k + 1
-            lp = [r for r in rows[-6:] if r["mode"] == "lp" and "w.m" in r]
-            flags = [r['contained_all'] for r in lp]
+            lp = [r for r in rows[-6:] if r["mode"] == "lp"]
+            flags = [r.get("error", "")[:40] or r["contained_all"] for r in lp]
             print(f"[{done}/{n_total}] {payload.name} seed {seed}: lp contained {flags}"
-                  f" mass width {lp[0]['w.m']:.3f} kg, {time.perf_counter() - tic:.0f} s", file=sys.stderr,
-                  flush=True)
+                  f" mass width {lp[0].get('w.m', float('nan')):.3f} kg, {time.perf_counter() - tic:.0f} s",
+                  file=sys.stderr, flush=True)
     df = pd.DataFrame(rows)
     if args.csv:
         df.drop(columns=["update_times"]).to_csv(args.csv, index=False)
@@ -140,7 +148,14 @@ def main(argv=None):
                      "|mass err| median / max [%]": f"{g['mass_err_pct'].abs().median():.2f} / "
                                                     f"{g['mass_err_pct'].abs().max():.2f}"})
     print(pd.DataFrame(summ).to_markdown(index=False))
-    upd = np.concatenate([np.asarray(u) for u in df.loc[df["mode"] == "lp", "update_times"]])
+    if "error" in df:
+        errs = df.dropna(subset=["error"]).groupby(["mode", "noise"], sort=False)["error"].agg(
+            lambda s: f"{len(s)}× {s.iloc[0][:60]}")
+        print("\nfailures (counted as not contained):\n")
+        print(errs.to_frame().to_markdown())
+    upd = np.concatenate([np.asarray(u, float) for u in df.loc[df["mode"] == "lp", "update_times"]] + [[]])
+    if not upd.size:
+        return
     print(f"\nLP online update (regressors of a 1.5 s chunk + estimate + 20 LPs over all data so far): "
           f"{len(upd)} updates, median {np.median(upd):.3f} s, p99 {np.percentile(upd, 99):.3f} s, "
           f"max {upd.max():.3f} s")

@@ -74,6 +74,7 @@ def test_all_modes_contain_truth_and_lp_is_tightest(setup):
     assert lp.width[0] < 0.8 * ver.width[0]
     # point estimate: mass within 2 % (in-class: the estimator's own model, out-of-class θ_r and RK4 data)
     assert abs(lp.estimate[0] - run.theta_e[0]) < 0.02 * run.theta_e[0]
+    assert lp.contains(lp.estimate).all()
     # derived intervals contain the derived truth
     clo, chi = lp.com_interval()
     com = run.theta_e[1:4] / run.theta_e[0]
