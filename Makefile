@@ -28,6 +28,8 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_scaling.py
 	$(BIN)/python benchmarks/bench_tiago.py
 	$(BIN)/python benchmarks/bench_excitation.py
+	$(BIN)/python benchmarks/bench_payload.py
+	$(BIN)/python benchmarks/bench_payload_excitation.py
 	$(BIN)/python benchmarks/bench_identifiability.py
 	$(BIN)/python benchmarks/bench_floating_speed.py
 	$(BIN)/python benchmarks/bench_outofclass.py

@@ -1,0 +1,173 @@
+"""Payload identification with bounds: Monte-Carlo containment, widths and timings (issue 16, paper 002).
+
+Per trial: a Panda (7 DoF) carries one of five payloads (`standard_payloads`: dumbbells and a box composed
+onto the last link by the parallel-axis theorem); the true robot's other parameters θ_r (bodies, armature,
+viscous friction) are drawn uniformly within ±5 % of the nominal; a computed-torque + PD controller on the
+*nominal* model (no payload) tracks a random Fourier motion for 7.5 s; the command is a zero-order hold at
+1 kHz and the dynamics are integrated with RK4 on 4 sub-steps (``--integrator euler``: forward Euler at the
+sample rate, paper 002's assumption). Measured torque = applied + bounded noise (2.5 % of |τ|): uniform,
+and, on the same run, at the bound with the sign aligned to the LS mass sensitivity (worst case).
+
+Identification (h = 50 samples = 50 ms windows, 5 % θ_r box, 2.5 % torque bound):
+* ``lp`` online: chunks of 1.5 s, estimate + LP bound after each chunk (timed: the update time is the
+  regressors of the chunk + estimate + 20 warm-started LPs, single process);
+* ``verified`` and ``first-order`` on all 7.5 s at once.
+Containment is per parameter and joint (all 10); widths are full widths at 7.5 s.
+
+    python benchmarks/bench_payload.py --trials-per-payload 40          # the docs table (≈ 20–30 min)
+    python benchmarks/bench_payload.py --trials-per-payload 2 --integrator euler
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import sys
+import time
+
+import numpy as np
+import pandas as pd
+
+from fg_sysid.payload import NoiseBounds, PayloadError, PayloadProblem, RobotPrior, compute_bounds
+from fg_sysid.payload.online import run_online
+from fg_sysid.payload.simulate import random_motion, simulate_payload_run, standard_payloads, torque_noise
+from fg_sysid.robots import load_robot
+
+NAMES = ("m", "mcx", "mcy", "mcz", "ixx", "ixy", "iyy", "ixz", "iyz", "izz")
+
+
+def worst_case_sign(prob: PayloadProblem, n_samples: int, nv: int, h: int) -> np.ndarray:
+    Y, d = prob.Y, prob.d
+    w2 = 1 / np.maximum(d, 1e-12) ** 2
+    G = np.linalg.solve((Y * w2[:, None]).T @ Y, (Y * w2[:, None]).T)
+    sign = np.zeros((n_samples, nv))
+    for k in range(prob.n_windows):
+        sign[k * h:(k + 1) * h] = np.sign(G[0, k * nv:(k + 1) * nv])
+    return sign
+
+
+def trial(robot, prior, payload, seed, args, noise):
+    rng = np.random.default_rng(seed)
+    traj = random_motion(robot, rng, duration=args.duration)
+    tic = time.perf_counter()
+    run = simulate_payload_run(robot, prior, payload, traj, duration=args.duration, rate=args.rate,
+                               integrator=args.integrator, substeps=args.substeps, robot_rel=0.05, rng=rng)
+    sim_s = time.perf_counter() - tic
+    rows = []
+    prob = None
+    for kind in ("uniform", "worst-case"):
+        if kind == "uniform":
+            tau = run.tau + torque_noise(run.tau, 0.025, rng=rng)
+        else:  # Y depends on q, v only: the uniform run's problem gives the LS mass sensitivity
+            sign = worst_case_sign(prob, len(run.t), robot.nv, args.h)
+            tau = run.tau + torque_noise(run.tau, 0.025, sign=sign)
+        try:
+            ident = run_online(robot, prior, noise, run.t, run.q, run.v, tau, chunk=args.chunk, mode="lp",
+                               h=args.h)
+        except PayloadError as e:  # e.g. "the data contradict the bounds": a failure of every mode
+            rows += [{"payload": payload.name, "seed": seed, "noise": kind, "mode": m, "contained_all": False,
+                      "error": str(e), "update_times": []} for m in ("lp", "verified", "first-order")]
+            if prob is None:
+                prob = PayloadProblem(robot, prior, noise, h=args.h)
+                prob.add(run.t, run.q, run.v, tau)
+            continue
+        hist = ident.history_frame()
+        results = {"lp": ident.current}
+        prob = ident.problem
+        errors = {}
+        for mode in ("verified", "first-order"):
+            try:
+                results[mode] = compute_bounds(prob, mode)[0]
+            except PayloadError as e:  # recorded as a failure of that mode, not skipped
+                errors[mode] = str(e)
+        for mode, msg in errors.items():
+            rows.append({"payload": payload.name, "seed": seed, "noise": kind, "mode": mode,
+                         "contained_all": False, "error": msg, "update_times": []})
+        for mode, b in results.items():
+            row = {"payload": payload.name, "seed": seed, "noise": kind, "mode": mode,
+                   "contained_all": bool(b.contains(run.theta_e).all()),
+                   "mass_err_pct": 100 * (b.estimate[0] - run.theta_e[0]) / run.theta_e[0],
+                   "cond_Y": b.info["cond_Y"], "sim_s": sim_s,
+                   "update_p_max_s": float(hist["update_s"].max()) if mode == "lp" else np.nan,
+                   "update_times": hist["update_s"].tolist() if mode == "lp" else [],
+                   "bound_s": b.timings["bound_s"]}
+            for i, n in enumerate(NAMES):
+                row[f"in.{n}"] = bool(b.contains(run.theta_e)[i])
+                row[f"w.{n}"] = b.width[i]
+            rows.append(row)
+    return rows
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--trials-per-payload", type=int, default=40)
+    ap.add_argument("--integrator", choices=("rk4", "euler"), default="rk4")
+    ap.add_argument("--substeps", type=int, default=4)
+    ap.add_argument("--rate", type=float, default=1000.0)
+    ap.add_argument("--duration", type=float, default=7.5)
+    ap.add_argument("--h", type=int, default=50)
+    ap.add_argument("--chunk", type=float, default=1.5)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--csv", help="write the per-trial table here")
+    args = ap.parse_args(argv)
+
+    robot = load_robot("panda")
+    prior = RobotPrior.from_robot(robot, fv=0.1, armature=np.array([0.3, 0.3, 0.3, 0.3, 0.1, 0.1, 0.1]))
+    noise = NoiseBounds(tau_rel=0.025, robot_rel=0.05)
+    rows = []
+    tic = time.perf_counter()
+    n_total = 5 * args.trials_per_payload
+    for p, payload in enumerate(standard_payloads()):
+        for k in range(args.trials_per_payload):
+            seed = args.seed + 1000 * p + k
+            rows += trial(robot, prior, payload, seed, args, noise)
+            if args.csv:  # incremental: a crash or a stop keeps the trials done so far
+                pd.DataFrame(rows).drop(columns=["update_times"]).to_csv(args.csv, index=False)
+            done = p * args.trials_per_payload + k + 1
+            lp = [r for r in rows[-6:] if r["mode"] == "lp"]
+            flags = [r.get("error", "")[:40] or r["contained_all"] for r in lp]
+            print(f"[{done}/{n_total}] {payload.name} seed {seed}: lp contained {flags}"
+                  f" mass width {lp[0].get('w.m', float('nan')):.3f} kg, {time.perf_counter() - tic:.0f} s",
+                  file=sys.stderr, flush=True)
+    df = pd.DataFrame(rows)
+    if args.csv:
+        df.drop(columns=["update_times"]).to_csv(args.csv, index=False)
+
+    print(f"\n## Payload bounds: {n_total} trials × 2 noise draws, {args.integrator} data "
+          f"({args.substeps if args.integrator == 'rk4' else 1} step(s)/sample), {args.rate:g} Hz, "
+          f"{args.duration:g} s, h = {args.h}, 2.5 % torque, 5 % θ_r; CPU: {platform.processor() or 'n/a'}\n")
+    summ = []
+    for (mode, kind), g in df.groupby(["mode", "noise"], sort=False):
+        summ.append({"mode": mode, "noise": kind, "trials": len(g),
+                     "contained (all 10)": f"{100 * g['contained_all'].mean():.1f} %",
+                     "worst param. containment": f"{100 * min(g[f'in.{n}'].mean() for n in NAMES):.1f} %",
+                     "mass width median / max [kg]": f"{g['w.m'].median():.3f} / {g['w.m'].max():.3f}",
+                     "max first-moment width [kg·m]":
+                         f"{g[['w.mcx', 'w.mcy', 'w.mcz']].to_numpy().max():.4f}",
+                     "max inertia width [kg·m²]": f"{g[[f'w.{n}' for n in NAMES[4:]]].to_numpy().max():.4f}",
+                     "|mass err| median / max [%]": f"{g['mass_err_pct'].abs().median():.2f} / "
+                                                    f"{g['mass_err_pct'].abs().max():.2f}"})
+    print(pd.DataFrame(summ).to_markdown(index=False))
+    if "error" in df:
+        errs = df.dropna(subset=["error"]).groupby(["mode", "noise"], sort=False)["error"].agg(
+            lambda s: f"{len(s)}× {s.iloc[0][:60]}")
+        print("\nfailures (counted as not contained):\n")
+        print(errs.to_frame().to_markdown())
+    upd = np.concatenate([np.asarray(u, float) for u in df.loc[df["mode"] == "lp", "update_times"]] + [[]])
+    if not upd.size:
+        return
+    print(f"\nLP online update (regressors of a 1.5 s chunk + estimate + 20 LPs over all data so far): "
+          f"{len(upd)} updates, median {np.median(upd):.3f} s, p99 {np.percentile(upd, 99):.3f} s, "
+          f"max {upd.max():.3f} s")
+    print("batch bound times (all 7.5 s): " + ", ".join(
+        f"{m} median {df.loc[df['mode'] == m, 'bound_s'].median():.3f} s"
+        for m in ("verified", "first-order")))
+    print(f"cond(Y) median {df['cond_Y'].median():.3g}; simulation {df['sim_s'].median():.2f} s per run; "
+          f"total {time.perf_counter() - tic:.0f} s")
+    per = df.groupby("mode", sort=False)[[f"in.{n}" for n in NAMES]].mean().mul(100).round(1)
+    print("\nper-parameter containment [%] (both noise draws):\n")
+    print(per.to_markdown())
+
+
+if __name__ == "__main__":
+    main()
