@@ -23,6 +23,7 @@ METHODS = {
     "smoother": ("smoother", {}),
     "smoother+energy": ("smoother", {"energy": True}),
     "smoother-vs0.01": ("smoother", {"friction_velocity_scale": 0.01}),
+    "smoother-vs-estimated": ("smoother", {"friction": "coulomb-viscous-scale"}),
     "ls-sg": ("ls-sg", {}),
     "nominal": None,
 }

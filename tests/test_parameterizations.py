@@ -12,6 +12,7 @@ from jacobian_check import central_diff
 from fg_sysid.parameterizations import (
     MASS_FLOOR,
     CoulombViscous,
+    CoulombViscousScale,
     ExponentialEigenvalue,
     InertiaParameterization,
     LogCholesky,
@@ -93,6 +94,8 @@ def test_factory_and_hashable():
     assert isinstance(friction_model("coulomb-viscous", velocity_scale=0.1), CoulombViscous)
     assert friction_model("coulomb-viscous", velocity_scale=0.1).velocity_scale == 0.1
     assert isinstance(friction_model("stribeck6"), Stribeck6)
+    cvs = friction_model("coulomb-viscous-scale", velocity_scale=0.02)
+    assert isinstance(cvs, CoulombViscousScale) and cvs.default_physical(0.0, 0.0)[2] == 0.02
     assert hash(CoulombViscous()) == hash(CoulombViscous(0.05))
     with pytest.raises(ValueError, match="stribeck6"):
         friction_model("lugre")
@@ -270,7 +273,7 @@ def test_urdf_priors_consistency(robot, urdf_priors):
 
 
 # ---------------------------------------------------------------- friction
-FRICTION = [CoulombViscous(), CoulombViscous(velocity_scale=0.2), Stribeck6()]
+FRICTION = [CoulombViscous(), CoulombViscous(velocity_scale=0.2), Stribeck6(), CoulombViscousScale()]
 
 
 @pytest.mark.parametrize("model", FRICTION, ids=lambda m: f"{m.name}")

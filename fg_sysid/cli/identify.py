@@ -21,7 +21,7 @@ from .outputs import write_identification
 
 METHODS = ("smoother", "ls-sg", "energy-ls")  # energy-ls: issue 12 hook
 INERTIAS = ("log-cholesky", "exponential-eigenvalue", "raw")
-FRICTIONS = ("coulomb-viscous", "stribeck6")
+FRICTIONS = ("coulomb-viscous", "coulomb-viscous-scale", "stribeck6")
 
 
 # ---------------------------------------------------------------------------------------------- library part
@@ -116,7 +116,8 @@ def _positive(name, val, allow_none=True):
 @click.option("--inertia", type=click.Choice(INERTIAS), default="log-cholesky", show_default=True,
               help="Inertial parameterization of the smoother (ls-sg is always raw).")
 @click.option("--friction", type=click.Choice(FRICTIONS), default="coulomb-viscous", show_default=True,
-              help="Friction model (ls-sg: coulomb-viscous only).")
+              help="Friction model (ls-sg: coulomb-viscous only); coulomb-viscous-scale also estimates the "
+                   "tanh velocity scale per joint (prior mean --friction-velocity-scale).")
 @click.option("--friction-velocity-scale", type=float, default=0.05, show_default=True,
               help="vs in tau_f = fc·tanh(v/vs) + fv·v [rad/s].")
 @click.option("--max-iterations", type=int, default=30, show_default=True,

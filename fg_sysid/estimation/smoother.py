@@ -182,6 +182,11 @@ class JointSmoother:
                 ls_rms = dict(zip(ls.measured_joints, ls.residual_rms, strict=True))
                 if self.friction == "coulomb-viscous":
                     p_init = ls.estimate
+                elif self.friction == "coulomb-viscous-scale":  # the LS (fc, fv) + the prior's vs
+                    nb10, nj = 10 * robot.n_bodies, robot.n_joints
+                    fr = np.asarray(ls.estimate[nb10:nb10 + 2 * nj], float).reshape(nj, 2)
+                    fr = np.hstack([fr, np.full((nj, 1), float(self.friction_velocity_scale))])
+                    p_init = np.concatenate([ls.estimate[:nb10], fr.ravel(), ls.estimate[nb10 + 2 * nj:]])
             except ValueError as e:
                 warnings.warn(f"cross-validated initial filter unavailable ({e}); using 50 ms", stacklevel=2)
         self.init_filter_ = {"window_s": window_s, "polyorder": order}
