@@ -104,9 +104,11 @@ def identified_parameters(spec: dict, robot: RobotModel | None = None) -> Identi
     inertial = np.array([[get(n) for n in robot.inertial_parameter_names()[10 * b:10 * b + 10]]
                          for b in range(robot.n_bodies)]).reshape(robot.n_bodies, 10)
     fmodel = lay.get("friction_model", "coulomb-viscous")
-    keys = {"coulomb-viscous": ("fc", "fv"), "stribeck6": ("g3", "g5")}.get(fmodel)
+    keys = {"coulomb-viscous": ("fc", "fv"), "coulomb-viscous-scale": ("fc", "fv"),
+            "stribeck6": ("g3", "g5")}.get(fmodel)
     if keys is None:
-        raise ExportError(f"friction model {fmodel!r} cannot be exported (coulomb-viscous or stribeck6)")
+        raise ExportError(f"friction model {fmodel!r} cannot be exported "
+                          "(coulomb-viscous, coulomb-viscous-scale or stribeck6)")
     fc = np.array([get(f"{j}.{keys[0]}") for j in robot.joint_names])
     fv = np.array([get(f"{j}.{keys[1]}") for j in robot.joint_names])
     arm = np.array([get(f"{j}.armature") if f"{j}.armature" in phys else 0.0 for j in robot.joint_names])

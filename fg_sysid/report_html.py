@@ -84,6 +84,10 @@ def _friction_law(model_name: str, velocity_scale: float | None):
         def f(v, g):
             return (g[0] * (np.tanh(g[1] * v) - np.tanh(g[2] * v)) + g[3] * np.tanh(g[4] * v) + g[5] * v)
         return ("g0", "g1", "g2", "g3", "g4", "g5"), f
+    if model_name == "coulomb-viscous-scale":  # the velocity scale is a parameter of each joint
+        def f(v, p):
+            return p[0] * np.tanh(v / p[2]) + p[1] * v
+        return ("fc", "fv", "vs"), f
     vs = float(velocity_scale or 0.05)
 
     def f(v, p):
@@ -162,7 +166,9 @@ def fig_friction(table, joint_names, velocity, model_name, velocity_scale, units
         ax.grid(alpha=0.3)
         ax.legend(fontsize=6.5, loc="upper left")
     law_text = ("τ_f = g0 (tanh g1 v − tanh g2 v) + g3 tanh g4 v + g5 v" if model_name == "stribeck6" else
-                f"τ_f = fc·tanh(v/{float(velocity_scale or 0.05):g}) + fv·v")
+                "τ_f = fc·tanh(v/vs) + fv·v (vs per joint, estimated)"
+                if model_name == "coulomb-viscous-scale"
+                else f"τ_f = fc·tanh(v/{float(velocity_scale or 0.05):g}) + fv·v")
     fig.suptitle(f"Friction per joint: {law_text}", fontsize=10)
     fig.tight_layout()
     return fig
