@@ -66,6 +66,13 @@ def _rel(x, ref):
     return float(np.linalg.norm(x - ref) / np.linalg.norm(ref))
 
 
+def _velocity_scales(spec, joints):
+    """The friction law's tanh width per joint [rad/s]: estimated per joint (coulomb-viscous-scale) or the
+    layout's fixed value."""
+    phys = spec["physical"]
+    return np.array([phys.get(f"{j}.vs", spec["layout"]["friction_velocity_scale"]) for j in joints], float)
+
+
 def _urdf_efforts(urdf, spec, q, v, a):
     """Efforts of an exported URDF loaded by Pinocchio (same joints locked) + the model's armature and
     the estimator's friction law with the URDF's <dynamics friction damping>."""
@@ -73,7 +80,7 @@ def _urdf_efforts(urdf, spec, q, v, a):
     assert list(exp.joint_names) == spec["robot"]["joints"]
     arm = np.array([spec["physical"][f"{j}.armature"] for j in exp.joint_names])
     data = exp.model.createData()
-    vs = spec["layout"]["friction_velocity_scale"]
+    vs = _velocity_scales(spec, exp.joint_names)
     out = np.empty_like(q)
     for k in range(q.shape[0]):
         out[k] = pin.rnea(exp.model, data, q[k], v[k], a[k])
@@ -118,6 +125,7 @@ def _with_inertial(spec, robot, inertial):
     for b, name in enumerate(robot.body_names):
         for k, s in enumerate(("m", "mcx", "mcy", "mcz", "ixx", "ixy", "iyy", "ixz", "iyz", "izz")):
             spec["physical"][f"{name}.{s}"] = float(inertial[b, k])
+    spec["layout"]["theta"] = None  # the physical values are the model now (predict maps them to θ)
     return spec
 
 
@@ -181,7 +189,7 @@ def test_mjcf_roundtrip_reproduces_identified_inverse_dynamics(fit, tmp_path):
         d.qpos[qadr], d.qvel[dadr], d.qacc[dadr] = q[k], v[k], a[k]
         mujoco.mj_inverse(m, d)
         got[k] = d.qfrc_inverse[dadr]  # M(q) a (armature included) + bias + damping·v
-    vs = spec["layout"]["friction_velocity_scale"]
+    vs = _velocity_scales(spec, robot.joint_names)
     ref = predict_efforts(spec, robot, q, v, a) - params.fc * np.tanh(v / vs)  # Coulomb checked above
     assert _rel(got, ref) < REL_TOL
 

@@ -177,7 +177,7 @@ def tiny(request):
         log = type(log)(t=log.t, q=log.q, v=log.v, tau=tau, joint_names=log.joint_names, source="tiny")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # too short for the cross-validated initial filter
-        sm = JointSmoother(robot, **NOISE, tol=1e-12, max_iterations=200).fit(log)
+        sm = JointSmoother(robot, friction="coulomb-viscous", **NOISE, tol=1e-12, max_iterations=200).fit(log)
     graph, init = build_graph(robot, log, **NOISE)
     params = gtsam.LevenbergMarquardtParams()
     params.setRelativeErrorTol(1e-12)

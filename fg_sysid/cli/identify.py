@@ -115,9 +115,11 @@ def _positive(name, val, allow_none=True):
                    "inverse-dynamics residuals).")
 @click.option("--inertia", type=click.Choice(INERTIAS), default="log-cholesky", show_default=True,
               help="Inertial parameterization of the smoother (ls-sg is always raw).")
-@click.option("--friction", type=click.Choice(FRICTIONS), default="coulomb-viscous", show_default=True,
-              help="Friction model (ls-sg: coulomb-viscous only); coulomb-viscous-scale also estimates the "
-                   "tanh velocity scale per joint (prior mean --friction-velocity-scale).")
+@click.option("--friction", type=click.Choice(FRICTIONS), default=None,
+              help="Friction model. Default: coulomb-viscous-scale for the smoother on fixed-base robots "
+                   "(fc·tanh(v/vs) + fv·v with vs estimated per joint, prior mean "
+                   "--friction-velocity-scale), coulomb-viscous (vs fixed) for floating bases and the "
+                   "baselines.")
 @click.option("--friction-velocity-scale", type=float, default=0.05, show_default=True,
               help="vs in tau_f = fc·tanh(v/vs) + fv·v [rad/s].")
 @click.option("--max-iterations", type=int, default=30, show_default=True,
@@ -190,6 +192,9 @@ def identify_cmd(log_path, robot_source, out, method, knot_stride, sigma_q, sigm
         fail(f"--max-iterations must be >= 1, got {max_iterations}")
     robot, log = load_inputs(log_path, robot_source)
     checks = run_data_checks(robot, log, method, friction_velocity_scale)  # issue 14: exit 2 or the prior
+    if friction is None:
+        friction = ("coulomb-viscous-scale" if method == "smoother" and not robot.floating_base
+                    else "coulomb-viscous")
     options = {"knot_stride": knot_stride, "sigma_q": sigma_q, "sigma_v": sigma_v, "sigma_tau": sigma_tau,
                "inertia": inertia, "friction": friction, "friction_velocity_scale": friction_velocity_scale,
                "max_iterations": max_iterations}

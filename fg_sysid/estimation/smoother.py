@@ -69,7 +69,9 @@ class JointSmoother:
         inertia: inertial parameterization ("log-cholesky" (default), "exponential-eigenvalue", "raw");
             LM steps are taken in its unconstrained coordinates θ, so every iterate is physically
             consistent (except with "raw").
-        friction: friction model ("coulomb-viscous", "stribeck6").
+        friction: friction model: "coulomb-viscous-scale" (default: fc·tanh(v/vs) + fv·v with the velocity
+            scale vs estimated per joint, prior mean ``friction_velocity_scale``), "coulomb-viscous" (vs fixed
+            at ``friction_velocity_scale``) or "stribeck6".
         friction_velocity_scale: smooth-sign velocity scale of Coulomb friction [rad/s].
         knot_stride: one knot every ``knot_stride`` samples (1 = every sample).
         sigma_q, sigma_v, sigma_tau: measurement noise std [rad, rad/s, N·m] (scalar or per joint);
@@ -89,7 +91,7 @@ class JointSmoother:
     """
 
     def __init__(self, robot: RobotModel, inertia: str = "log-cholesky",
-                 friction: str = "coulomb-viscous", friction_velocity_scale: float = 0.05,
+                 friction: str = "coulomb-viscous-scale", friction_velocity_scale: float = 0.05,
                  knot_stride: int = 1, sigma_q=None, sigma_v=None, sigma_tau=None, sigma_process=None,
                  prior_relative: float = 0.7, prior_mean: np.ndarray | None = None,
                  reweight_rounds: int = 2, max_iterations: int = 30, tol: float = 1e-3,
