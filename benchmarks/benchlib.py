@@ -24,6 +24,7 @@ METHODS = {
     "smoother+energy": ("smoother", {"energy": True}),
     "smoother-vs0.01": ("smoother", {"friction_velocity_scale": 0.01}),
     "smoother-vs-estimated": ("smoother", {"friction": "coulomb-viscous-scale"}),
+    "smoother-fixed-width": ("smoother", {"friction": "coulomb-viscous"}),  # the default before session 4
     "ls-sg": ("ls-sg", {}),
     "nominal": None,
 }
