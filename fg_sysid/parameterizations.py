@@ -524,36 +524,24 @@ class Stribeck6(FrictionModel):
 
 
 @dataclass(frozen=True)
-class CoulombViscousScale(FrictionModel):
+class CoulombViscousScale(CoulombViscous):
     """Smoothed Coulomb + viscous friction whose smoothing width is estimated too (issue 9 item 3):
     ``tau_f = fc tanh(v / vs) + fv v`` with ``theta = (log fc, log fv, log vs)``.
 
     ``vs`` [rad/s] is per joint and exp-positive; its prior mean is ``velocity_scale`` (the fixed width of
     `CoulombViscous`), so the data decide how sharp the friction is (sharper than the estimator's 0.05
     rad/s default on many real and simulated joints, docs/benchmarks.md out-of-class section).
-    ``d tau_f / d log vs = -fc (1 - tanh²(v/vs)) v / vs``.
+    ``d tau_f / d log vs = -fc (1 - tanh²(v/vs)) v / vs``. ``to_physical``/``jacobian`` (exp) are
+    `CoulombViscous`'s.
     """
 
-    velocity_scale: float = 0.05
     name: ClassVar[str] = "coulomb-viscous-scale"
     n_params: ClassVar[int] = 3
     suffixes: ClassVar[tuple[str, ...]] = ("fc", "fv", "vs")
-    FC_FLOOR: ClassVar[float] = 1e-3  # N·m
-    FV_FLOOR: ClassVar[float] = 1e-4  # N·m·s/rad
-
-    def __post_init__(self):
-        if not self.velocity_scale > 0:
-            raise ValueError(f"velocity_scale must be > 0 rad/s, got {self.velocity_scale}")
-
-    def to_physical(self, theta) -> np.ndarray:
-        return np.exp(self._theta(theta))
 
     def to_theta(self, phys) -> np.ndarray:
         phys = _as_vec(phys, 3, "coulomb-viscous-scale phys")
         return np.log(np.maximum(phys, [self.FC_FLOOR * 1e-6, self.FV_FLOOR * 1e-6, 1e-9]))
-
-    def jacobian(self, theta) -> np.ndarray:
-        return np.diag(self.to_physical(theta))
 
     def torque(self, v, theta):
         fc, fv, vs = self.to_physical(theta)
@@ -566,8 +554,7 @@ class CoulombViscousScale(FrictionModel):
         return tau, dv, dth
 
     def default_physical(self, urdf_friction: float, urdf_damping: float) -> np.ndarray:
-        return np.array([max(float(urdf_friction), self.FC_FLOOR), max(float(urdf_damping), self.FV_FLOOR),
-                         self.velocity_scale])
+        return np.append(super().default_physical(urdf_friction, urdf_damping), self.velocity_scale)
 
 
 _FRICTION_ALIASES = {"coulomb-viscous": CoulombViscous, "stribeck6": Stribeck6,
