@@ -12,9 +12,10 @@ from click.testing import CliRunner
 from fg_sysid.cli import main
 from fg_sysid.payload import RobotPrior
 from fg_sysid.payload.simulate import random_motion, simulate_payload_run, standard_payloads, torque_noise
-from fg_sysid.robots import load_robot
+from fg_sysid.robots import RobotModel, load_robot
 
 ARMATURE, VISCOUS = 0.2, 0.1
+INERTIAL = ("m", "mcx", "mcy", "mcz", "ixx", "ixy", "iyy", "ixz", "iyz", "izz")
 
 
 def invoke(*args):
@@ -45,9 +46,16 @@ def test_payload_cli_outputs_and_containment(data):
     out = d / "res"
     r = invoke("payload", d / "log.csv", "--robot", "panda", "--tau-bound", "2.5%", "--robot-bound", "5%",
                "--bounds", "lp", "--h", 25, "--chunk", 1.0, "--armature", ARMATURE, "--viscous", VISCOUS,
-               "--truth", d / "truth.json", "--export-mjcf", "--out", out)
+               "--truth", d / "truth.json", "--export-mjcf", "--export-urdf", "--out", out)
     assert r.exit_code == 0, r.output
     res = json.loads((out / "payload.json").read_text())
+    # URDF: Pinocchio (same locked fingers) loads the estimated end effector + payload as link 7's body
+    robot = load_robot("panda")
+    urdf = RobotModel.from_urdf(out / "robot_with_payload.urdf", locked_joints=robot.locked_joints)
+    est = np.array([res["parameters"][n]["estimate"] for n in INERTIAL])
+    np.testing.assert_allclose(urdf.nominal_inertial_parameters()[-1], est, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(urdf.nominal_inertial_parameters()[:-1],
+                               robot.nominal_inertial_parameters()[:-1], rtol=1e-9, atol=1e-12)
     mujoco = pytest.importorskip("mujoco")
     mj = mujoco.MjModel.from_xml_path(str(out / "robot_with_payload.xml"))
     assert mj.body_mass[-1] == pytest.approx(res["parameters"]["m"]["estimate"], rel=1e-5)  # MJCF: 6 digits
@@ -91,3 +99,46 @@ def test_payload_cli_needs_velocities_and_help(data):
     assert r.exit_code == 2 and "velocities" in r.output
     r = invoke("payload", "--help")
     assert r.exit_code == 0 and "--tau-bound" in r.output and "contradict" in r.output
+
+
+def _model_json(robot, path):
+    """A model.json (the format ``fg-sysid identify`` writes) holding the simulation's robot: URDF
+    inertias, armature ARMATURE and viscous friction VISCOUS on every joint, no Coulomb friction."""
+    from fg_sysid.validation import MODEL_FORMAT
+
+    pi = robot.nominal_inertial_parameters()
+    names = list(robot.inertial_parameter_names())
+    phys = dict(zip(names, pi.ravel().tolist(), strict=True))
+    for j in robot.joint_names:
+        phys.update({f"{j}.fc": 0.0, f"{j}.fv": VISCOUS, f"{j}.armature": ARMATURE})
+    spec = {"format": MODEL_FORMAT, "robot": {"source": "panda", "joints": list(robot.joint_names),
+                                               "locked_joints": {}},
+            "layout": {"names": list(phys), "friction_model": "coulomb-viscous"}, "physical": phys}
+    path.write_text(json.dumps(spec))
+    return path
+
+
+def test_payload_cli_model_json_gives_the_same_prior_as_the_urdf(data):
+    """--model: θ_r (inertias, armature, friction) from an identify output instead of the URDF; with the
+    same values the bounds are those of --robot with --armature/--viscous."""
+    d, run = data
+    model = _model_json(load_robot("panda"), d / "model.json")
+    common = ("--tau-bound", "2.5%", "--robot-bound", "5%", "--h", 25, "--chunk", 1.5)
+    r1 = invoke("payload", d / "log.csv", "--model", model, *common, "--out", d / "from_model")
+    assert r1.exit_code == 0, r1.output
+    r2 = invoke("payload", d / "log.csv", "--robot", "panda", "--armature", ARMATURE, "--viscous", VISCOUS,
+                *common, "--out", d / "from_urdf")
+    assert r2.exit_code == 0, r2.output
+    a = json.loads((d / "from_model" / "payload.json").read_text())
+    b = json.loads((d / "from_urdf" / "payload.json").read_text())
+    assert a["assumptions"]["robot_prior"] == "model.json" and b["assumptions"]["robot_prior"] == "URDF"
+    for n in INERTIAL:
+        for k in ("estimate", "lower", "upper"):
+            assert a["parameters"][n][k] == pytest.approx(b["parameters"][n][k], rel=1e-6, abs=1e-9), (n, k)
+    assert a["parameters"]["m"]["lower"] <= run.theta_e[0] <= a["parameters"]["m"]["upper"]
+    # a model.json of another robot is refused with a clear message (exit 2, no output)
+    spec = json.loads(model.read_text())
+    spec["robot"]["joints"] = spec["robot"]["joints"][:-1]
+    (d / "other.json").write_text(json.dumps(spec))
+    r3 = invoke("payload", d / "log.csv", "--model", d / "other.json", "--out", d / "other")
+    assert r3.exit_code == 2 and "error:" in r3.output and not (d / "other").exists()

@@ -72,6 +72,33 @@ def _prior_from_model(spec: dict, robot, ee_link, armature, viscous):
     return RobotPrior.from_robot(robot, ee_link, armature=arm, fc=fc, fv=fv, pi=pi)
 
 
+def _with_payload(robot, prior, estimate):
+    """The robot at its nominal θ_r with the estimated end effector + payload, as export parameters."""
+    from ..export import IdentifiedParameters
+
+    pi = prior.pi.copy()
+    pi[prior.ee_body] = estimate
+    return IdentifiedParameters(robot, pi, np.asarray(prior.fc, float), np.asarray(prior.fv, float),
+                                np.asarray(prior.armature, float), "coulomb-viscous", None)
+
+
+def _export_with_payload(params, tmp: Path, mjcf: bool, urdf: bool) -> None:
+    """robot_with_payload.xml / .urdf through `fg_sysid.export` (the writers of ``fg-sysid export``)."""
+    from ..export import ExportError, export_mjcf, export_urdf
+
+    try:
+        if mjcf:
+            try:
+                import mujoco  # noqa: F401
+            except ImportError as e:
+                fail(f"--export-mjcf needs mujoco (pip install 'fg-sysid[sim]'): {e}")
+            export_mjcf(params, tmp / "robot_with_payload.xml")
+        if urdf:
+            export_urdf(params, tmp / "robot_with_payload.urdf")
+    except ExportError as e:
+        fail(f"cannot export the robot with its payload: {e}")
+
+
 def _width_plot(hist, path: Path, mode: str) -> None:
     import matplotlib
 
@@ -124,9 +151,12 @@ def _width_plot(hist, path: Path, mode: str) -> None:
 @click.option("--export-mjcf", is_flag=True,
               help="Also write robot_with_payload.xml: the robot (nominal θ_r) with the estimated end "
                    "effector + payload, as MJCF (needs the 'sim' extra, mujoco).")
+@click.option("--export-urdf", is_flag=True,
+              help="Also write robot_with_payload.urdf: the robot's URDF with the nominal θ_r and the "
+                   "estimated end effector + payload as the end-effector link's <inertial>.")
 @click.option("--out", "out", required=True, type=click.Path(file_okay=False), help="Output directory.")
 def payload_cmd(log_path, robot_name, model_dir, ee_link, tau_bound, robot_bound, model_margin, mode, h,
-                chunk, payload_box, armature, viscous, truth, export_mjcf, out):
+                chunk, payload_box, armature, viscous, truth, export_mjcf, export_urdf, out):
     """Identify the end-effector + payload (10 inertial parameters, about the end-effector frame) from a
     log of q, v, τ with acceleration-free momentum windows, and bound them under bounded torque noise and a
     box on the rest of the robot.
@@ -226,19 +256,9 @@ def payload_cmd(log_path, robot_name, model_dir, ee_link, tau_bound, robot_bound
         inside = b.contains(truth_vec)
         result["containment"] = {"all": bool(inside.all()),
                                  **{n: bool(x) for n, x in zip(INERTIAL, inside, strict=True)}}
-    mjcf = None
-    if export_mjcf:
-        try:
-            from ..datasets.mujoco_sim import build_mujoco_spec
-        except ImportError as e:
-            fail(f"--export-mjcf needs mujoco (pip install 'fg-sysid[sim]'): {e}")
-        pi = prior.pi.copy()
-        pi[prior.ee_body] = b.estimate
-        mjcf = build_mujoco_spec(robot, inertial=pi, friction=(prior.fc, prior.fv), armature=prior.armature,
-                                 foot_frames=None).to_xml()
+    params = _with_payload(robot, prior, b.estimate) if (export_mjcf or export_urdf) else None
     with atomic_output_dir(out) as tmp:
-        if mjcf is not None:
-            (tmp / "robot_with_payload.xml").write_text(mjcf)
+        _export_with_payload(params, tmp, export_mjcf, export_urdf)
         (tmp / "payload.json").write_text(json.dumps(result, indent=1, default=float) + "\n")
         table.to_csv(tmp / "bounds.csv", index=False)
         hist.to_csv(tmp / "history.csv", index=False)
