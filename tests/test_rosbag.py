@@ -174,6 +174,16 @@ def test_cli_identify_bag_end_to_end_equals_table(sim, tmp_path):
         assert s["log_conversion"]["samples"] == sim["log"].n_samples
         assert s["data_checks"]["problems"] == [] and not s["prior_only"]
         assert "ROS bag" in (out / "report.md").read_text()
+    # predict reads the bag too: the same efforts as from the Parquet log
+    pred_ref = invoke("predict", tmp_path / "ref", sim["dir"] / "log.parquet", "--out", tmp_path / "p.csv")
+    assert pred_ref.exit_code == 0, pred_ref.output
+    pred = invoke("predict", tmp_path / "ref", sim["dir"] / "bag_mcap", "--out", tmp_path / "pb.csv")
+    assert pred.exit_code == 0, pred.output
+    np.testing.assert_allclose(pd.read_csv(tmp_path / "pb.csv").to_numpy(),
+                               pd.read_csv(tmp_path / "p.csv").to_numpy(), rtol=1e-6, atol=1e-9)
+    bad = invoke("predict", tmp_path / "ref", sim["dir"] / "bag_mcap", "--joint-states-topic", "/nope",
+                 "--out", tmp_path / "bad.csv")
+    assert bad.exit_code == 2 and "'/nope'" in bad.output and not (tmp_path / "bad.csv").exists()
 
 
 def test_cli_identify_bag_smoother(sim, tmp_path):

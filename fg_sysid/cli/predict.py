@@ -9,11 +9,12 @@ import click
 import numpy as np
 
 from .common import fail, main
+from .data_options import bag_options, loader_kwargs
 
 
 @main.command("predict")
 @click.argument("model_dir", metavar="DIR", type=click.Path(file_okay=False))
-@click.argument("log_path", metavar="LOG", type=click.Path(dir_okay=False))
+@click.argument("log_path", metavar="LOG", type=click.Path())  # a table file or a rosbag2 directory
 @click.option("--out", "out", required=True, type=click.Path(dir_okay=False),
               help="Output table, .csv or .parquet (by suffix; written atomically).")
 @click.option("--sg-window", type=float, default=None,
@@ -24,10 +25,12 @@ from .common import fail, main
 @click.option("--contact-radius", type=float, default=None,
               help="Floating-base robots: contact forces act this far [m] below the foot frame origin "
                    "(spherical feet); default: model.json contact_radius, else 0.")
+@bag_options  # LOG may be a ROS bag, read as by 'fg-sysid identify'
 def predict_cmd(model_dir, log_path, out, sg_window, sg_order, contact_radius):
     """Predict the joint efforts of LOG's motion with the model identified in DIR.
 
-    DIR is an output directory of 'fg-sysid identify' (its model.json). LOG must carry q.<joint>
+    DIR is an output directory of 'fg-sysid identify' (its model.json). LOG is a CSV/Parquet table or a
+    ROS bag (the --joint-states-topic ... options as for identify); it must carry q.<joint>
     for every joint of the identified model (columns of joints the model locked are allowed); its
     velocities are used when present, else the SG first derivative of q. Accelerations are the SG second
     derivative of q [rad/s²]: the SG window defaults to the one the classical baseline's blocked
@@ -68,7 +71,7 @@ def predict_cmd(model_dir, log_path, out, sg_window, sg_order, contact_radius):
     try:
         spec = load_model(model_dir)
         robot = robot_from_model(spec)
-        log = read_log(log_path, robot, locked_values=spec["robot"].get("locked_joints"))
+        log = read_log(log_path, robot, locked_values=spec["robot"].get("locked_joints"), **loader_kwargs())
         radius = contact_radius if contact_radius is not None else spec.get("contact_radius")
         rep = heldout_report(spec, robot, log, window_s=sg_window, polyorder=sg_order, contact_radius=radius)
     except (LogError, RobotError, ValueError, FileNotFoundError) as e:
