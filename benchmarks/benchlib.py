@@ -22,6 +22,7 @@ from fg_sysid.validation import heldout_accelerations, model_spec, nominal_model
 METHODS = {
     "smoother": ("smoother", {}),
     "smoother+energy": ("smoother", {"energy": True}),
+    "smoother-fd": ("smoother", {"dynamics": "forward"}),  # paper 004 Fig. 10 (issue 12)
     "smoother-vs0.01": ("smoother", {"friction_velocity_scale": 0.01}),
     "smoother-vs-estimated": ("smoother", {"friction": "coulomb-viscous-scale"}),
     "smoother-fixed-width": ("smoother", {"friction": "coulomb-viscous"}),  # the default before session 4

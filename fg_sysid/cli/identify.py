@@ -156,6 +156,9 @@ def _positive(name, val, allow_none=True):
 @click.option("--energy/--no-energy", default=False, show_default=True,
               help="Smoother, fixed base: a work-energy observation per knot interval (paper 004 eq. 63; "
                    "needs every effort measured; docs/energy.md).")
+@click.option("--dynamics", type=click.Choice(["inverse", "forward"]), default="inverse", show_default=True,
+              help="Smoother, fixed base: inverse = M a + h + τ_f = τ̂ per knot (paper 004 eq. 2); forward = "
+                   "a = ABA(q, v, τ̂) per knot, the formulation paper 004 Fig. 10 compares with (issue 12).")
 @click.option("--quiet", is_flag=True, help="No per-iteration progress on stderr.")
 @bag_options  # issue 14
 @allow_prior_option  # issue 14
@@ -163,7 +166,7 @@ def identify_cmd(log_path, robot_source, out, method, knot_stride, sigma_q, sigm
                  friction, friction_velocity_scale, max_iterations, contact_radius, total_mass,
                  total_mass_std,
                  symmetry, symmetry_std, constraints, process_noise, impacts, touchdown_settle, use_forces,
-                 energy, quiet):
+                 energy, dynamics, quiet):
     """Identify ROBOT's physical parameters from LOG (CSV or Parquet, t/q.*/v.*/tau.* columns, or a ROS
     bag: rosbag2 directory, .db3, .mcap, ROS 1 .bag; see docs/data-format.md).
 
@@ -202,6 +205,10 @@ def identify_cmd(log_path, robot_source, out, method, knot_stride, sigma_q, sigm
         fail("--energy applies to the smoother on fixed-base robots (floating bases: not yet)")
     if energy:
         options["energy"] = True
+    if dynamics == "forward":  # issue 12: paper 004 Fig. 10's comparison formulation
+        if robot.floating_base or method != "smoother":
+            fail("--dynamics forward applies to the smoother on fixed-base robots")
+        options["dynamics"] = "forward"
     if robot.floating_base:
         _check_floating_options(contact_radius, total_mass, total_mass_std, symmetry_std, touchdown_settle)
         options.update(contact_radius=contact_radius, total_mass=total_mass, total_mass_std=total_mass_std,

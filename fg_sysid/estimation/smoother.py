@@ -85,6 +85,9 @@ class JointSmoother:
         solver: "structured" (default, O(N) block elimination) or "gtsam" (GTSAM multifrontal).
         energy: add a work–energy observation per knot interval (paper 004 eq. 63, `terms.energy`; needs
             every effort measured); its std is the input work's from the effort and velocity noise.
+        dynamics: "inverse" (default: M a + h + τ_f = τ̂ per knot, paper 004 eq. 2) or "forward" (the
+            forward-dynamics formulation compared in paper 004 Fig. 10: a = ABA(q, v, τ̂; θ) per knot, the
+            effort noise mapped to the accelerations; `factors.forward_dynamics`; every effort measured).
         extra_terms: callables ``(problem, smoother) -> problem.Term`` adding the user's own factor terms
             (e.g. motion-capture positions at some knots; ``smoother.knot_times_`` holds the knot times).
         verbose: print one line per iteration to stderr.
@@ -97,7 +100,7 @@ class JointSmoother:
                  reweight_rounds: int = 2, max_iterations: int = 30, tol: float = 1e-3,
                  solver: str = "structured", init: str = "ls-sg", process_fraction: float = 0.3,
                  fit_friction: bool = True, fit_armature: bool = True,
-                 energy: bool = False, extra_terms=(), verbose: bool = False):
+                 energy: bool = False, extra_terms=(), verbose: bool = False, dynamics: str = "inverse"):
         self.robot = robot
         self.inertia = inertia
         self.friction = friction
@@ -120,6 +123,7 @@ class JointSmoother:
         self.energy = energy
         self.extra_terms = tuple(extra_terms)
         self.verbose = verbose
+        self.dynamics = dynamics
 
     # ------------------------------------------------------------------ public
     def fit(self, log: Log) -> JointSmoother:
@@ -138,6 +142,12 @@ class JointSmoother:
             raise ValueError(f"solver must be 'structured' or 'gtsam', not {self.solver!r}")
         if robot.floating_base:
             raise EstimationError("floating-base robots are not supported by this smoother yet")
+        if self.dynamics not in ("inverse", "forward"):
+            raise ValueError(f"dynamics must be 'inverse' or 'forward', not {self.dynamics!r}")
+        if self.dynamics == "forward" and not all(log.tau_measured):
+            missing = [j for j, m in zip(log.joint_names, log.tau_measured, strict=True) if not m]
+            raise EstimationError("the forward-dynamics formulation needs every joint's effort measured "
+                                  f"(unmeasured: {', '.join(missing)})")
         stride = max(int(self.knot_stride), 1)
         idx = np.arange(0, log.n_samples, stride)
         if idx.size < 4:
@@ -310,7 +320,10 @@ class JointSmoother:
             problem.add(terms.velocities(problem, self._vm, wv))
         wt = np.zeros(nv)
         wt[iv] = 1.0 / noise.tau
-        problem.add(terms.inverse_dynamics(problem, self._id, self._taum, self._tau_mask * wt[None, :]))
+        if self.dynamics == "forward":  # paper 004 Fig. 10's comparison formulation
+            problem.add(self._forward_dynamics_term(problem, noise))
+        else:
+            problem.add(terms.inverse_dynamics(problem, self._id, self._taum, self._tau_mask * wt[None, :]))
         wp = np.zeros(2 * nv)
         wp[iv] = 1.0 / noise.process_q
         wp[nv + iv] = 1.0 / noise.process_v
@@ -319,6 +332,17 @@ class JointSmoother:
         if self._energy_log is not None:
             problem.add(self._energy_term(problem, noise))
         return self._add_extra_terms(problem)
+
+    def _forward_dynamics_term(self, problem: Problem, noise: NoiseLevels):
+        """`terms.forward_dynamics` with σ_a from the effort noise mapped through J_a⁻¹ at the measured
+        configurations and the prior mean θ̄ (`factors.forward_dynamics.acceleration_sigma`)."""
+        from ..factors.forward_dynamics import ForwardDynamicsResidual, acceleration_sigma
+
+        fd = ForwardDynamicsResidual(self._id)
+        sig_tau = np.ones(self.robot.nv)
+        sig_tau[self.robot.joint_index_v()] = noise.tau
+        self.sigma_acceleration_ = acceleration_sigma(fd, self._qm, self._theta_bar, sig_tau)
+        return terms.forward_dynamics(problem, fd, self._taum, 1.0 / self.sigma_acceleration_)
 
     def _energy_term(self, problem: Problem, noise: NoiseLevels):
         """`terms.energy` over every knot interval: measured input work between the knots (trapezoid over
@@ -355,7 +379,8 @@ class JointSmoother:
         a_ref = a.copy()
         wa = 1.0 / np.maximum(np.sqrt(np.mean(a_ref ** 2, axis=0)), 1e-3)
         kin = self._build_problem(noise)
-        kin.terms = [t for t in kin.terms if t.name not in ("inverse_dynamics", "parameter_prior", "energy")]
+        kin.terms = [t for t in kin.terms
+                     if t.name not in ("inverse_dynamics", "forward_dynamics", "parameter_prior", "energy")]
         kin.add(terms.pseudo_accelerations(kin, a_ref, wa))
         for _ in range(iterations):
             step = self._lm.linear_solve(kin.linearize((q, v, a), self._theta_bar, freeze_theta=True), 0.0)

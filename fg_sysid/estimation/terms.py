@@ -122,6 +122,23 @@ def inverse_dynamics(problem: Problem, id_residual, tau_meas, w) -> Term:
     return Term("inverse_dynamics", "knot", "measurement", evaluate)
 
 
+def forward_dynamics(problem: Problem, fd_residual, tau_meas, w) -> Term:
+    """The forward-dynamics formulation (paper 004 Fig. 10): r = a_fd(q, v, τ̂; θ) − a [rad/s² | m/s²]
+    (`factors.forward_dynamics`), ``w`` (nv,) = 1/σ_a; replaces `inverse_dynamics` in a fixed-base problem."""
+    nv = problem.space.model.nv
+
+    @theta_dependent
+    def evaluate(ev, jac):
+        lin = fd_residual.evaluate(ev.q, ev.v, ev.a, ev.rows(tau_meas), ev.theta, jac)
+        if not jac:
+            return Residual(lin.r, w=w)
+        minus_eye = np.broadcast_to(-np.eye(nv), lin.Jq.shape)
+        J = problem.state_jacobian(lin.r.shape[0], nv, {"q": lin.Jq, "v": lin.Jv, "a": minus_eye})
+        return Residual(lin.r, J, Jt=lin.Jtheta, w=w)
+
+    return Term("forward_dynamics", "knot", "measurement", evaluate)
+
+
 def floating_dynamics(problem: Problem, id_fn, tau_meas, w_joint, sigma_base: float, actuated) -> tuple:
     """Inverse dynamics with contact forces on a free-flyer: ``id_fn(q, v, a, lam, θ, τ̂, jacobians)`` →
     (r, Jx, Jθ) (N, nv) evaluated once per linearization and shared by two terms — the actuated joint

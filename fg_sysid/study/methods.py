@@ -55,14 +55,14 @@ def _energy_ls(robot, log, opt, seed=0):
     return np.asarray(res.estimate, float), {"consistent": bool(res.physical_consistency["consistent"])}
 
 
-def _smoother(robot, log, opt, seed=0, energy: bool = False):
+def _smoother(robot, log, opt, seed=0, energy: bool = False, dynamics: str = "inverse"):
     from ..estimation.smoother import JointSmoother
 
     p0 = _guess(robot, opt, seed)
     kw = {} if p0 is None else {"prior_mean": p0, "init": "prior"}
     sm = JointSmoother(robot, friction_velocity_scale=opt["friction_velocity_scale"],
                        knot_stride=int(opt["knot_stride"]), max_iterations=int(opt["max_iterations"]),
-                       energy=energy, verbose=False, **kw).fit(log)
+                       energy=energy, dynamics=dynamics, verbose=False, **kw).fit(log)
     res = sm.result_
     order = {n: i for i, n in enumerate(res.names)}
     p = np.array([res.estimate[order[n]] for n in robot.parameter_names(("fc", "fv"))], float)
@@ -75,8 +75,13 @@ def _smoother_energy(robot, log, opt, seed=0):
     return _smoother(robot, log, opt, seed, energy=True)
 
 
+def _smoother_forward(robot, log, opt, seed=0):
+    """The forward-dynamics formulation of the smoother (paper 004 Fig. 10, `terms.forward_dynamics`)."""
+    return _smoother(robot, log, opt, seed, dynamics="forward")
+
+
 METHODS = {"ls-sg": _ls_sg, "energy-ls": _energy_ls, "smoother": _smoother,
-           "smoother+energy": _smoother_energy}
+           "smoother+energy": _smoother_energy, "smoother-fd": _smoother_forward}
 
 
 def register_method(name: str, fit) -> None:
