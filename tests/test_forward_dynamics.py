@@ -108,3 +108,20 @@ def test_forward_dynamics_needs_every_effort():
     bad = replace(log, tau=tau)
     with pytest.raises(EstimationError, match="every joint's effort"):
         JointSmoother(robot, dynamics="forward").fit(bad)
+
+
+def test_cli_dynamics_forward(tmp_path):
+    from click.testing import CliRunner
+
+    from fg_sysid.cli import main
+    from fg_sysid.datasets.io import write_log
+
+    robot = load_robot("double_pendulum")
+    write_log(simulate(robot, 2.0, 200.0, 0.01, 1).log, tmp_path / "log.csv")
+    run = CliRunner().invoke(main, ["identify", str(tmp_path / "log.csv"), "--robot", "double_pendulum",
+                                    "--dynamics", "forward", "--quiet", "--out", str(tmp_path / "fd")])
+    assert run.exit_code == 0, run.output
+    assert (tmp_path / "fd" / "model.json").is_file()
+    bad = CliRunner().invoke(main, ["identify", str(tmp_path / "log.csv"), "--robot", "double_pendulum",
+                                    "--dynamics", "forward", "--method", "ls-sg", "--out", str(tmp_path / "x")])
+    assert bad.exit_code == 2 and "--dynamics forward" in bad.output and not (tmp_path / "x").exists()
