@@ -123,5 +123,6 @@ def test_cli_dynamics_forward(tmp_path):
     assert run.exit_code == 0, run.output
     assert (tmp_path / "fd" / "model.json").is_file()
     bad = CliRunner().invoke(main, ["identify", str(tmp_path / "log.csv"), "--robot", "double_pendulum",
-                                    "--dynamics", "forward", "--method", "ls-sg", "--out", str(tmp_path / "x")])
+                                    "--dynamics", "forward", "--method", "ls-sg",
+                                    "--out", str(tmp_path / "x")])
     assert bad.exit_code == 2 and "--dynamics forward" in bad.output and not (tmp_path / "x").exists()

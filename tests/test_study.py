@@ -172,4 +172,9 @@ def test_random_initial_guesses():
     rows = [run_one(s) for s in cfg.runs]
     assert [r["status"] for r in rows] == ["ok", "ok"] and rows[1]["init_spread"] == 0.7
     assert rows[0]["inertial_error"] != rows[1]["inertial_error"]
+    # the smoothers start at the guess (baseline layout) in their own friction layout (estimated tanh width)
+    cfg = parse_config({**TINY, "noise": [0.01], "methods": ["smoother", "smoother-fd"], "seeds": [0],
+                        "options": [{"name": "guess", "init_spread": 0.7}]}, "g.yaml")
+    rows = [run_one(s) for s in cfg.runs]
+    assert [r["status"] for r in rows] == ["ok", "ok"], [r.get("error") for r in rows]
     assert "ls-sg" in METHODS

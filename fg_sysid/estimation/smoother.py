@@ -192,13 +192,8 @@ class JointSmoother:
                                     fit_armature=self.fit_armature, blas_threads=None).fit(log, robot).result_
                 window_s, order = float(ls.filter["window_s"]), int(ls.filter["polyorder"])
                 ls_rms = dict(zip(ls.measured_joints, ls.residual_rms, strict=True))
-                if self.friction == "coulomb-viscous":
-                    p_init = ls.estimate
-                elif self.friction == "coulomb-viscous-scale":  # the LS (fc, fv) + the prior's vs
-                    nb10, nj = 10 * robot.n_bodies, robot.n_joints
-                    fr = np.asarray(ls.estimate[nb10:nb10 + 2 * nj], float).reshape(nj, 2)
-                    fr = np.hstack([fr, np.full((nj, 1), float(self.friction_velocity_scale))])
-                    p_init = np.concatenate([ls.estimate[:nb10], fr.ravel(), ls.estimate[nb10 + 2 * nj:]])
+                if self.friction in ("coulomb-viscous", "coulomb-viscous-scale"):
+                    p_init = self._from_baseline_layout(ls.estimate)
             except ValueError as e:
                 warnings.warn(f"cross-validated initial filter unavailable ({e}); using 50 ms", stacklevel=2)
         self.init_filter_ = {"window_s": window_s, "polyorder": order}
@@ -217,7 +212,7 @@ class JointSmoother:
         v0 = vs[idx].copy()
         a0 = as_[idx].copy()
         self.noise_ = noise = self._noise_levels(log, idx, a0, ls_rms)
-        prior_mean_phys = None if self.prior_mean is None else np.asarray(self.prior_mean, float)
+        prior_mean_phys = None if self.prior_mean is None else self._from_baseline_layout(self.prior_mean)
         theta_bar, theta_std = layout.prior(self.prior_relative, mean_physical=prior_mean_phys)
         self._theta_bar, self._theta_std = theta_bar, theta_std
         theta = theta_bar.copy()
@@ -262,6 +257,20 @@ class JointSmoother:
             measured_joints=[j for j, m in zip(robot.joint_names, log.tau_measured, strict=True) if m],
         )
         return self
+
+    def _from_baseline_layout(self, p) -> np.ndarray:
+        """A physical vector in the smoother's layout from one in the classical baseline's (inertial,
+        (fc, fv) per joint, armature): with ``coulomb-viscous-scale`` each joint's tanh width vs is the
+        prior's ``friction_velocity_scale``. Vectors already in the smoother's layout pass unchanged."""
+        p = np.asarray(p, float)
+        robot = self.robot
+        nb10, nj = 10 * robot.n_bodies, robot.n_joints
+        if self.friction != "coulomb-viscous-scale" or p.size == self.layout_.n or \
+                p.size != nb10 + 2 * nj + (nj if self.fit_armature else 0):
+            return p
+        fr = np.hstack([p[nb10:nb10 + 2 * nj].reshape(nj, 2),
+                        np.full((nj, 1), float(self.friction_velocity_scale))])
+        return np.concatenate([p[:nb10], fr.ravel(), p[nb10 + 2 * nj:]])
 
     # ------------------------------------------------------------------ noise
     def _noise_levels(self, log: Log, idx, a0, model_error: dict) -> NoiseLevels:
