@@ -72,3 +72,50 @@ def test_optimizer_beats_random_within_limits(setup):
     q, v, _ = traj.evaluate(t)
     assert np.all((q >= lo) & (q <= hi)) and np.all(np.abs(v) <= robot.velocity_limits())
     np.testing.assert_allclose(v[0], 0.0, atol=1e-9)  # starts at rest
+
+
+def test_obstacle_distances():
+    from fg_sysid.payload.excitation import BoxObstacle, SphereObstacle
+
+    s = SphereObstacle((1.0, 0.0, 0.0), 0.5)
+    pts = np.array([[0.0, 0, 0], [1.0, 0, 0], [1.0, 2.0, 0]])
+    np.testing.assert_allclose(s.distance(pts), [0.5, -0.5, 1.5])
+    b = BoxObstacle((0.0, 0.0, 1.0), (0.5, 0.5, 0.25))
+    pts = np.array([[0, 0, 1.0], [0, 0, 2.0], [1.5, 0, 1.0], [1.5, 1.5, 1.0], [0.4, 0, 1.0]])
+    np.testing.assert_allclose(b.distance(pts), [-0.25, 0.75, 1.0, np.sqrt(2.0), -0.1])
+
+
+def test_motions_keep_clear_of_an_obstacle_in_their_way(setup):
+    """A ball put where the unconstrained random motion carries the payload: with it declared, the random
+    and the optimized motions keep the arm and the payload ball clear of it (dense check), within limits."""
+    from fg_sysid.payload.excitation import PayloadError, SphereObstacle
+
+    robot, prior, box, ev = setup
+    free = random_safe_motion(ev, harmonics=3, seed=0)
+    t = np.linspace(0, ev.duration, 400)
+    q, _, _ = free.evaluate(t)
+    ee = []
+    for qk in q:
+        pin.forwardKinematics(ev.model, ev.data, qk)
+        ee.append(ev.data.oMi[prior.ee_body + 1].translation.copy())
+    ee = np.array(ee)
+    for k in np.argsort(-np.linalg.norm(ee - ee[0], axis=1)):  # far from the start, clear of the centre pose
+        try:
+            ob = SafeExcitation(robot, prior, box, duration=3.0, rate=25.0, h=3, n_torque=128,
+                                obstacles=(SphereObstacle(tuple(ee[k]), 0.03),), payload_radius=0.05,
+                                link_radius=0.02, centre=ev.centre)
+        except PayloadError:
+            continue
+        if ob.clearance_at(ev.centre) > 0.02:
+            break
+    else:
+        pytest.fail("no obstacle position clear of the centre pose")
+    assert ob.clearance(free, n=400) < 0  # the free motion runs into it
+    rnd = random_safe_motion(ob, harmonics=3, seed=0)
+    traj, info = optimize_safe_excitation(ob, harmonics=3, seed=0, n_starts=2, max_evaluations=60)
+    for m in (rnd, traj):
+        assert ob.clearance(m, n=1000) >= -1e-3  # sampled check at 128 instants, dense re-check at 1000
+        assert ob.torque_ratio(m) <= ob.torque_fraction + 1e-9
+    # a centre pose inside the obstacle is refused with a clear message
+    with pytest.raises(PayloadError, match="collides"):
+        SafeExcitation(robot, prior, box, obstacles=(SphereObstacle(tuple(ee[0]), 0.2),), centre=ev.centre)

@@ -19,13 +19,20 @@ range centre). The remaining ``1 − torque_fraction`` is the margin for the fee
 controller; the executed closed-loop motion is checked by simulation in the benchmark and the tests.
 
 `payload_box_from_geometry` gives a rigorous initial box from a maximum payload mass and a radius around the
-end-effector frame origin that contains the payload (|mc| ≤ Mρ, I_xx ≤ Mρ², |I_xy| ≤ Mρ²/2). Obstacles are
-not handled.
+end-effector frame origin that contains the payload (|mc| ≤ Mρ, I_xx ≤ Mρ², |I_xy| ≤ Mρ²/2).
+
+Obstacles (`SphereObstacle`, `BoxObstacle`, world frame [m]): the arm is swept as capsules of radius
+``link_radius`` along the segments between consecutive joint origins (sampled at ``link_samples`` points)
+plus a sphere of radius ``payload_radius`` about the end-effector frame origin (the payload's ball); a motion
+is admissible when the smallest signed distance to every obstacle stays ≥ 0 at the check instants. The
+home pose is chosen among collision-free poses, and the same amplitude bisection that enforces the torque
+limits shrinks a motion about it until it is clear (`SafeExcitation.enforce_limits`). Checked at sampled
+instants (like the torques), not in continuous time: keep a clearance margin in the radii.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pinocchio as pin
@@ -34,6 +41,33 @@ import scipy.optimize
 from ..datasets.excitation import FourierTrajectory
 from ..identifiability.excitation_opt import rest_coefficients
 from .problem import NoiseBounds, PayloadError, PayloadProblem, RobotPrior
+
+
+@dataclass(frozen=True)
+class SphereObstacle:
+    """A ball: ``centre`` (3,) in the world frame [m], ``radius`` [m]."""
+
+    centre: tuple
+    radius: float
+
+    def distance(self, p: np.ndarray) -> np.ndarray:
+        """Signed distance [m] of points ``p`` (..., 3) to the ball (negative inside)."""
+        return np.linalg.norm(np.asarray(p, float) - np.asarray(self.centre, float), axis=-1) - self.radius
+
+
+@dataclass(frozen=True)
+class BoxObstacle:
+    """An axis-aligned box: ``centre`` (3,) and ``half_extents`` (3,) in the world frame [m]."""
+
+    centre: tuple
+    half_extents: tuple
+
+    def distance(self, p: np.ndarray) -> np.ndarray:
+        """Signed distance [m] of points ``p`` (..., 3) to the box (negative inside)."""
+        half = np.asarray(self.half_extents, float)
+        d = np.abs(np.asarray(p, float) - np.asarray(self.centre, float)) - half
+        outside = np.linalg.norm(np.maximum(d, 0.0), axis=-1)
+        return outside + np.minimum(np.max(d, axis=-1), 0.0)
 
 
 def payload_box_from_geometry(prior: RobotPrior, max_mass: float, radius: float):
@@ -92,6 +126,10 @@ class SafeExcitation:
     n_torque: int = 512
     torque_fraction: float = 0.8
     centre: np.ndarray | None = None
+    obstacles: tuple = field(default_factory=tuple)
+    link_radius: float = 0.05
+    payload_radius: float = 0.1
+    link_samples: int = 4
 
     def __post_init__(self):
         self.model = self.robot.model.copy()
@@ -105,8 +143,34 @@ class SafeExcitation:
         self.r_r = self.robot_rel * np.abs(self.theta_r0)
         lo, hi = (np.asarray(x, float) for x in self.box)
         self.c_e, self.r_e = 0.5 * (lo + hi), 0.5 * (hi - lo)
+        self.obstacles = tuple(self.obstacles)
         if self.centre is None:
             self.centre = self.home_pose()
+        elif self.obstacles and self.clearance_at(np.asarray(self.centre, float)) < 0:
+            raise PayloadError("the given centre pose collides with an obstacle")
+
+    def clearance_at(self, q: np.ndarray) -> float:
+        """Smallest signed distance [m] between the swept arm (capsules of ``link_radius`` between the
+        joint origins, the payload ball of ``payload_radius`` at the end-effector frame origin) and the
+        obstacles at configuration q; +inf without obstacles."""
+        if not self.obstacles:
+            return float("inf")
+        pin.forwardKinematics(self.model, self.data, q)
+        origins = np.array([self.data.oMi[j].translation for j in range(self.model.njoints)])
+        parents = np.array([self.model.parents[j] for j in range(1, self.model.njoints)])
+        s = np.linspace(0.0, 1.0, max(int(self.link_samples), 2))[:, None, None]
+        pts = (1 - s) * origins[parents][None] + s * origins[1:][None]  # (samples, links, 3)
+        ee = self.data.oMi[self.prior.ee_body + 1].translation
+        d_links = min(float(np.min(o.distance(pts))) for o in self.obstacles) - self.link_radius
+        d_ee = min(float(o.distance(ee)) for o in self.obstacles) - self.payload_radius
+        return min(d_links, d_ee)
+
+    def clearance(self, traj: FourierTrajectory, n: int | None = None) -> float:
+        """Smallest clearance [m] over ``n`` check instants (default ``n_torque``) of the motion."""
+        if not self.obstacles:
+            return float("inf")
+        q, _, _ = traj.evaluate(np.linspace(0.0, self.duration, n or self.n_torque))
+        return min(self.clearance_at(qk) for qk in q)
 
     def rest_ratio(self, q: np.ndarray) -> float:
         """Box-robust gravity torque ratio at rest at q."""
@@ -120,6 +184,11 @@ class SafeExcitation:
         rng = np.random.default_rng(seed)
         mid = 0.5 * (lo + hi)
         cands = [mid] + list(mid + 0.25 * (hi - lo) * rng.uniform(-1, 1, (n, lo.size)))
+        if self.obstacles:
+            cands = [c for c in cands if self.clearance_at(c) >= 0.0]
+            if not cands:
+                raise PayloadError(f"no collision-free home pose among {n + 1} candidates: the obstacles "
+                                   "leave no room (or give the centre pose)")
         return min(cands, key=self.rest_ratio)
 
     def _ratio(self, q, v, a) -> float:
@@ -145,16 +214,20 @@ class SafeExcitation:
         q, v, a = traj.evaluate(t)
         return max(self._ratio(q[k], v[k], a[k]) for k in range(len(t)))
 
-    def enforce_torque(self, traj: FourierTrajectory, iters: int = 18, n: int | None = None
+    def admissible(self, traj: FourierTrajectory, n: int | None = None) -> bool:
+        """Torque ratio ≤ torque_fraction over the parameter box and clearance ≥ 0 at the check instants."""
+        return self.torque_ratio(traj, n) <= self.torque_fraction and self.clearance(traj, n) >= 0.0
+
+    def enforce_limits(self, traj: FourierTrajectory, iters: int = 18, n: int | None = None
                        ) -> FourierTrajectory:
-        """Largest amplitude scale in (0, 1] with torque_ratio ≤ torque_fraction (bisection; ``n``
-        check instants, default ``n_torque``)."""
-        if self.torque_ratio(traj, n) <= self.torque_fraction:
+        """Largest amplitude scale in (0, 1] about the centre pose with the motion admissible (torques
+        over the box and obstacle clearance; bisection; ``n`` check instants, default ``n_torque``)."""
+        if self.admissible(traj, n):
             return traj
         lo, hi = 0.0, 1.0
         for _ in range(iters):
             mid = 0.5 * (lo + hi)
-            if self.torque_ratio(_shrink(traj, self.centre, mid), n) <= self.torque_fraction:
+            if self.admissible(_shrink(traj, self.centre, mid), n):
                 lo = mid
             else:
                 hi = mid
@@ -162,6 +235,7 @@ class SafeExcitation:
             raise PayloadError("the torque limits cannot be met over the parameter box even at rest: shrink "
                                "the payload box or the robot bound")
         return _shrink(traj, self.centre, lo)
+
 
 
 def _from_free(x, ev, n, L, f, margin, velocity_fraction):
@@ -179,7 +253,7 @@ def random_safe_motion(ev: SafeExcitation, harmonics: int = 4, seed=None, margin
     ls = np.arange(2, L + 1)
     x = np.concatenate([(rng.standard_normal((n, L - 1)) / ls).ravel(),
                         (rng.standard_normal((n, L - 1)) / ls).ravel()])
-    return ev.enforce_torque(_from_free(x, ev, n, L, 1.0 / ev.duration, margin, velocity_fraction))
+    return ev.enforce_limits(_from_free(x, ev, n, L, 1.0 / ev.duration, margin, velocity_fraction))
 
 
 def optimize_safe_excitation(ev: SafeExcitation, harmonics: int = 4, seed: int = 0, n_starts: int = 4,
@@ -192,7 +266,7 @@ def optimize_safe_excitation(ev: SafeExcitation, harmonics: int = 4, seed: int =
     count = [0]
 
     def candidate(x, n_check=48):
-        return ev.enforce_torque(_from_free(x, ev, n, L, f, margin, velocity_fraction), iters=12, n=n_check)
+        return ev.enforce_limits(_from_free(x, ev, n, L, f, margin, velocity_fraction), iters=12, n=n_check)
 
     def objective(x):  # log cond of the motion *after* its torque scaling (coarse check instants)
         count[0] += 1
@@ -205,7 +279,7 @@ def optimize_safe_excitation(ev: SafeExcitation, harmonics: int = 4, seed: int =
     res = scipy.optimize.minimize(objective, x0, method="L-BFGS-B",
                                   options={"maxfun": max_evaluations, "eps": 1e-4})
     # final check on the dense grid; keep the optimum only if it still beats the best start
-    finals = [ev.enforce_torque(candidate(x)) for x in (res.x, x0)]
+    finals = [ev.enforce_limits(candidate(x)) for x in (res.x, x0)]
     conds = [ev.condition(tr) for tr in finals]
     traj = finals[int(np.argmin(conds))]
     info = {"evaluations": count[0], "condition": min(conds),
