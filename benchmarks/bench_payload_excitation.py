@@ -10,7 +10,10 @@ limit violations of the executed motion (position, velocity, applied torque vs t
 cond(Y) of the executed data (1 kHz, h = 100: the optimizer's 0.1 s windows), the number the paper's
 Table V compares.
 
-    python benchmarks/bench_payload_excitation.py --seeds 3
+    python benchmarks/bench_payload_excitation.py --seeds 3 [--family bezier --pieces 4]
+
+``--family bezier``: both motions are C² chains of quintic Bézier pieces (paper 002's family; position and
+velocity limits then hold in continuous time by the control points) instead of Fourier series.
 """
 
 from __future__ import annotations
@@ -45,6 +48,8 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--max-evaluations", type=int, default=300)
+    ap.add_argument("--family", choices=("fourier", "bezier"), default="fourier")
+    ap.add_argument("--pieces", type=int, default=4, help="Bézier pieces (--family bezier)")
     args = ap.parse_args(argv)
     robot = load_robot("panda")
     prior = RobotPrior.from_robot(robot, fv=0.1, armature=np.array([0.3, 0.3, 0.3, 0.3, 0.1, 0.1, 0.1]))
@@ -55,10 +60,11 @@ def main(argv=None):
     for seed in range(args.seeds):
         ev = SafeExcitation(robot, prior, box, robot_rel=0.05, duration=7.5)
         t0 = time.perf_counter()
-        opt, info = optimize_safe_excitation(ev, seed=seed, max_evaluations=args.max_evaluations)
+        fam = {"family": args.family, "pieces": args.pieces}
+        opt, info = optimize_safe_excitation(ev, seed=seed, max_evaluations=args.max_evaluations, **fam)
         opt_s = time.perf_counter() - t0
-        rnd = random_safe_motion(ev, seed=seed)
-        for name, traj in (("safe-exciting", opt), ("random Fourier", rnd)):
+        rnd = random_safe_motion(ev, seed=seed, **fam)
+        for name, traj in (("safe-exciting", opt), (f"random {args.family}", rnd)):
             for k, pl in enumerate(payloads):
                 run = simulate_payload_run(robot, prior, pl, traj, duration=7.5, rate=1000.0, substeps=4,
                                            rng=np.random.default_rng(100 * seed + k))
@@ -74,8 +80,8 @@ def main(argv=None):
         print(f"seed {seed}: cond(Y) desired {info['condition']:.1f} vs random {ev.condition(rnd):.1f}; "
               f"{time.perf_counter() - tic:.0f} s", file=sys.stderr, flush=True)
     df = pd.DataFrame(rows)
-    print(f"\n## Safe exciting motions (Panda, 7.5 s, box: payload ≤ 3 kg within 0.2 m, θ_r ± 5 %), "
-          f"{args.seeds} seeds × {len(payloads)} payloads\n")
+    print(f"\n## Safe exciting motions ({args.family}; Panda, 7.5 s, box: payload ≤ 3 kg within 0.2 m, "
+          f"θ_r ± 5 %), {args.seeds} seeds × {len(payloads)} payloads\n")
     g = df.groupby("motion", sort=False).agg(
         runs=("seed", "size"), cond_desired_median=("cond_Y_desired", "median"),
         cond_executed_median=("cond_Y_executed", "median"), cond_executed_max=("cond_Y_executed", "max"),
@@ -83,7 +89,7 @@ def main(argv=None):
         max_tau_ratio=("max_tau_ratio", "max"), box_torque_ratio_max=("box_torque_ratio", "max"))
     print(g.round(3).to_markdown())
     ratio = (df[df.motion == "safe-exciting"]["cond_Y_executed"].to_numpy()
-             / df[df.motion == "random Fourier"]["cond_Y_executed"].to_numpy())
+             / df[df.motion == f"random {args.family}"]["cond_Y_executed"].to_numpy())
     print(f"\nexecuted cond(Y) ratio safe / random (same seed and payload): median {np.median(ratio):.2f}, "
           f"max {ratio.max():.2f}; optimizer {df['optimizer_s'].median():.0f} s "
           f"({df['evaluations'].median():.0f} evaluations) per motion; "

@@ -40,6 +40,7 @@ import scipy.optimize
 
 from ..datasets.excitation import FourierTrajectory
 from ..identifiability.excitation_opt import rest_coefficients
+from .bezier import BezierTrajectory, rest_to_rest
 from .problem import NoiseBounds, PayloadError, PayloadProblem, RobotPrior
 
 
@@ -91,9 +92,25 @@ def payload_box_from_geometry(prior: RobotPrior, max_mass: float, radius: float)
     return lo, hi
 
 
-def _shrink(traj: FourierTrajectory, centre: np.ndarray, s: float) -> FourierTrajectory:
+def _shrink(traj, centre: np.ndarray, s: float):
     """Amplitude scaled by ``s`` about ``centre`` (stays inside the limits when the motion was)."""
+    if isinstance(traj, BezierTrajectory):
+        return traj.scaled_about(centre, s)
     return traj.with_coefficients(q0=centre + s * (traj.q0 - centre), a=s * traj.a, b=s * traj.b)
+
+
+def fit_bezier_around(traj: BezierTrajectory, robot, centre: np.ndarray, margin: float,
+                      velocity_fraction: float) -> BezierTrajectory:
+    """Scale each joint of a Bézier chain that starts at ``centre`` (about it) so that its control points —
+    hence the whole curve, in continuous time — stay inside the position range shrunk by ``margin`` of the
+    span and within ``velocity_fraction`` of the velocity limit."""
+    lo, hi = robot.position_limits()
+    room = np.maximum(np.minimum(centre - lo, hi - centre) - margin * (hi - lo), 0.0)
+    b = traj.bounds()
+    reach = np.maximum(np.maximum(b["q_max"] - centre, centre - b["q_min"]), 1e-12)
+    scale = 0.995 * np.minimum(room / reach, velocity_fraction * robot.velocity_limits()
+                               / np.maximum(b["v_max"], 1e-12))
+    return traj.scaled_about(centre, scale)
 
 
 def fit_around(traj: FourierTrajectory, robot, centre: np.ndarray, margin: float,
@@ -237,7 +254,6 @@ class SafeExcitation:
         return _shrink(traj, self.centre, lo)
 
 
-
 def _from_free(x, ev, n, L, f, margin, velocity_fraction):
     af, bf = x[: n * (L - 1)].reshape(n, L - 1), x[n * (L - 1):].reshape(n, L - 1)
     a, b = rest_coefficients(af, bf)
@@ -245,35 +261,57 @@ def _from_free(x, ev, n, L, f, margin, velocity_fraction):
     return fit_around(traj, ev.robot, ev.centre, margin, velocity_fraction)
 
 
+def _bezier_from_free(x, ev, n, pieces, margin, velocity_fraction):
+    """Interior waypoints (q offsets, v·T, a·T², standard scale) → a rest-to-rest chain about the centre."""
+    T = ev.duration / pieces
+    k = (pieces - 1) * n
+    traj = rest_to_rest(ev.centre + x[:k].reshape(-1, n), x[k:2 * k].reshape(-1, n) / T,
+                        x[2 * k:].reshape(-1, n) / T ** 2, np.asarray(ev.centre, float), T,
+                        tuple(ev.robot.joint_names))
+    return fit_bezier_around(traj, ev.robot, ev.centre, margin, velocity_fraction)
+
+
+def _family(ev, family: str, harmonics: int, pieces: int, margin: float, velocity_fraction: float):
+    """(standard scales of the free vector's random starts, map free vector → motion) of a family."""
+    n = ev.robot.n_joints
+    if family == "fourier":
+        L, f = harmonics, 1.0 / ev.duration
+        ls = np.tile(np.repeat(1.0 / np.arange(2, L + 1)[None, :], n, axis=0).ravel(), 2)
+        return ls, lambda x: _from_free(x, ev, n, L, f, margin, velocity_fraction)
+    if family == "bezier":
+        if pieces < 2:
+            raise PayloadError("a Bézier motion needs at least 2 pieces (one interior waypoint)")
+        return (np.ones(3 * (pieces - 1) * n),
+                lambda x: _bezier_from_free(x, ev, n, pieces, margin, velocity_fraction))
+    raise PayloadError(f"unknown motion family {family!r}: fourier or bezier")
+
+
 def random_safe_motion(ev: SafeExcitation, harmonics: int = 4, seed=None, margin: float = 0.15,
-                       velocity_fraction: float = 0.5) -> FourierTrajectory:
+                       velocity_fraction: float = 0.5, family: str = "fourier", pieces: int = 4):
     """Random motion of the same family, limits and box-robust torque check (the baseline)."""
     rng = np.random.default_rng(seed)
-    n, L = ev.robot.n_joints, harmonics
-    ls = np.arange(2, L + 1)
-    x = np.concatenate([(rng.standard_normal((n, L - 1)) / ls).ravel(),
-                        (rng.standard_normal((n, L - 1)) / ls).ravel()])
-    return ev.enforce_limits(_from_free(x, ev, n, L, 1.0 / ev.duration, margin, velocity_fraction))
+    scales, make = _family(ev, family, harmonics, pieces, margin, velocity_fraction)
+    return ev.enforce_limits(make(scales * rng.standard_normal(scales.size)))
 
 
 def optimize_safe_excitation(ev: SafeExcitation, harmonics: int = 4, seed: int = 0, n_starts: int = 4,
-                             max_evaluations: int = 600, margin: float = 0.15, velocity_fraction: float = 0.5
-                             ) -> tuple[FourierTrajectory, dict]:
-    """Minimize log cond(Y) under the limits (module doc). Returns (trajectory, info)."""
-    n, L, f = ev.robot.n_joints, harmonics, 1.0 / ev.duration
+                             max_evaluations: int = 600, margin: float = 0.15, velocity_fraction: float = 0.5,
+                             family: str = "fourier", pieces: int = 4) -> tuple:
+    """Minimize log cond(Y) under the limits (module doc) over rest-to-rest Fourier series (``harmonics``)
+    or C² chains of ``pieces`` quintic Bézier pieces (`fg_sysid.payload.bezier`; position and velocity
+    limits then hold in continuous time). Returns (trajectory, info)."""
     rng = np.random.default_rng(seed)
-    ls = np.arange(2, L + 1)
+    scales, make = _family(ev, family, harmonics, pieces, margin, velocity_fraction)
     count = [0]
 
     def candidate(x, n_check=48):
-        return ev.enforce_limits(_from_free(x, ev, n, L, f, margin, velocity_fraction), iters=12, n=n_check)
+        return ev.enforce_limits(make(x), iters=12, n=n_check)
 
     def objective(x):  # log cond of the motion *after* its torque scaling (coarse check instants)
         count[0] += 1
         return float(np.log10(ev.condition(candidate(x))))
 
-    starts = [np.concatenate([(rng.standard_normal((n, L - 1)) / ls).ravel(),
-                              (rng.standard_normal((n, L - 1)) / ls).ravel()]) for _ in range(n_starts)]
+    starts = [scales * rng.standard_normal(scales.size) for _ in range(n_starts)]
     vals = [objective(x) for x in starts]
     x0 = starts[int(np.argmin(vals))]
     res = scipy.optimize.minimize(objective, x0, method="L-BFGS-B",
