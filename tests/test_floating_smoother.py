@@ -327,3 +327,21 @@ def test_unmeasured_efforts_are_left_out(b1, stance):
             dataclasses.replace(log, tau=tau))
     assert sm.result_.extras["floating_base"]["constraints_satisfied"]
     assert np.isfinite(sm.result_.estimate).all()
+
+
+def test_energy_term_on_a_floating_base(b1):
+    """--energy on a trot: one work-energy row per knot interval without a contact change (touchdowns and
+    lift-offs left out), in the problem next to the constraints; the fit still meets them."""
+    res = simulate_stance(b1, 1.2, 200, seed=0, motion="trot", randomize=True, noise=0.005)
+    sm = FloatingBaseSmoother(b1, knot_stride=2, max_iterations=4, reweight_rounds=0, use_forces=False,
+                              determined_std_ratio=None, energy=True).fit(to_log(res))
+    term = sm.problem_.term("energy")
+    keep = sm._energy_intervals()
+    change = np.any(sm._flags[1:] != sm._flags[:-1], axis=1)
+    assert change.any() and (keep[change] == 0).all() and (keep[~change] == 1).all()
+    from fg_sysid.estimation.problem import Evaluation
+
+    out = term.evaluate(Evaluation(sm.problem_, sm.states_, sm.result_.theta, False), False)
+    assert np.all(np.isfinite(out.r)) and np.all(out.w[change] == 0) and np.all(out.w[~change] > 0)
+    viol = sm.problem_.violations(sm.states_, sm.result_.theta)
+    assert max(float(np.abs(v).max()) for v in viol.values() if np.size(v)) < 1e-4

@@ -154,8 +154,8 @@ def _positive(name, val, allow_none=True):
               help="Floating base: use measured contact forces (force.<frame>.*) as factors when the log "
                    "has them.")
 @click.option("--energy/--no-energy", default=False, show_default=True,
-              help="Smoother, fixed base: a work-energy observation per knot interval (paper 004 eq. 63; "
-                   "needs every effort measured; docs/energy.md).")
+              help="Smoother: a work-energy observation per knot interval (paper 004 eq. 63; needs every "
+                   "effort measured; floating bases: intervals without a contact change; docs/energy.md).")
 @click.option("--dynamics", type=click.Choice(["inverse", "forward"]), default="inverse", show_default=True,
               help="Smoother, fixed base: inverse = M a + h + τ_f = τ̂ per knot (paper 004 eq. 2); forward = "
                    "a = ABA(q, v, τ̂) per knot, the formulation paper 004 Fig. 10 compares with (issue 12).")
@@ -201,8 +201,8 @@ def identify_cmd(log_path, robot_source, out, method, knot_stride, sigma_q, sigm
     options = {"knot_stride": knot_stride, "sigma_q": sigma_q, "sigma_v": sigma_v, "sigma_tau": sigma_tau,
                "inertia": inertia, "friction": friction, "friction_velocity_scale": friction_velocity_scale,
                "max_iterations": max_iterations}
-    if energy and (robot.floating_base or method != "smoother"):
-        fail("--energy applies to the smoother on fixed-base robots (floating bases: not yet)")
+    if energy and method != "smoother":
+        fail("--energy applies to the smoother")
     if energy:
         options["energy"] = True
     if dynamics == "forward":  # issue 12: paper 004 Fig. 10's comparison formulation

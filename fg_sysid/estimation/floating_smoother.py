@@ -64,6 +64,7 @@ import pinocchio as pin
 
 from ..datasets.log import Log
 from ..factors.contact_forces import ContactGeneralizedForces, world_forces
+from ..factors.energy import stance_constant_windows
 from ..factors.inverse_dynamics import InverseDynamicsResidual
 from ..factors.manifold import ConfigurationSpace
 from ..factors.parameter_priors import (
@@ -78,7 +79,7 @@ from ..robots import RobotModel
 from . import terms
 from .floating_baseline import manifold_sg_states
 from .linear_solver import SingularSystemError
-from .noise import highfreq_noise_std, knot_stride_from_log
+from .noise import highfreq_noise_std, knot_stride_from_log, savgol_derivatives
 from .problem import Problem, retract_states
 from .result import IdentificationResult
 from .smoother import EstimationError, JointSmoother
@@ -218,6 +219,7 @@ class FloatingBaseSmoother(JointSmoother):
         touchdown_settle_s: float = 0.0,
         extra_terms=(),
         verbose: bool = False,
+        energy: bool = False,
     ):
         super().__init__(
             robot,
@@ -241,6 +243,7 @@ class FloatingBaseSmoother(JointSmoother):
             fit_armature=fit_armature,
             extra_terms=extra_terms,
             verbose=verbose,
+            energy=energy,
         )
         self.contact_frames = None if contact_frames is None else tuple(contact_frames)
         self.contact_radius = contact_radius
@@ -428,6 +431,7 @@ class FloatingBaseSmoother(JointSmoother):
                     if 0 < run <= n_settle and k > 0:
                         self._cflags[k, i] = False
         self._stance_pairs = self._cflags[1:] & self._cflags[:-1]
+        self._energy_log = self._energy_data(log) if self.energy else None  # issue 12: work–energy term
         self._setup_impacts()
         # IMU and measured forces
         self._gyro = self._acc = None
@@ -1066,12 +1070,33 @@ class FloatingBaseSmoother(JointSmoother):
         if self._impacts:
             problem.add(terms.impact_maps(
                 lambda ev, jac: self._impact_factors(ev.q, ev.v, ev.a, ev.x[3], ev.theta, jac, False)))
+        if self._energy_log is not None:  # issue 12: work–energy per interval without a contact change
+            problem.add(self._energy_term(problem, noise, keep=self._energy_intervals()))
         # θ: prior, total mass, symmetry
         problem.add(terms.parameter_prior(self._theta_bar, self._theta_std))
         for name, fn, hard, std in self._parameter_row_functions():
             sigma = (sc[name] if name == "total_mass" else std) if hard else std
             problem.add(terms.theta_rows(name, fn, sigma, hard))
         return self._add_extra_terms(problem)
+
+    def _energy_data(self, log: Log):
+        """(t, joint velocities, efforts, velocities logged?) of the log for the work–energy term, or None
+        (with a warning) when an effort is not measured."""
+        if not all(log.tau_measured):
+            warnings.warn("energy observations need every effort measured: left out", stacklevel=3)
+            return None
+        if log.v is not None:
+            v_log = np.asarray(log.v, float)
+        else:
+            v_log = savgol_derivatives(log.t, np.asarray(log.q, float), self.sg_window_s, self.sg_order)[1]
+        return np.asarray(log.t, float), v_log, np.asarray(log.tau, float), log.v is not None
+
+    def _energy_intervals(self) -> np.ndarray:
+        """0/1 per knot interval: 1 where no foot's contact flag changes (stance feet do no work, swing
+        feet carry no force; touchdowns — impacts, settling feet — are left out; `factors.energy`)."""
+        keep = np.zeros(self._flags.shape[0] - 1)
+        keep[stance_constant_windows(np.arange(keep.size), 1, np.hstack([self._cflags, self._flags]))] = 1.0
+        return keep
 
     def _linearize(self, x, theta, noise=None, jacobians: bool = True, freeze_theta: bool = False):
         """The term set's `LinearizedGraph` at (x, θ) (for tests and benchmarks)."""

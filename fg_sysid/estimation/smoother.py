@@ -353,10 +353,11 @@ class JointSmoother:
         self.sigma_acceleration_ = acceleration_sigma(fd, self._qm, self._theta_bar, sig_tau)
         return terms.forward_dynamics(problem, fd, self._taum, 1.0 / self.sigma_acceleration_)
 
-    def _energy_term(self, problem: Problem, noise: NoiseLevels):
-        """`terms.energy` over every knot interval: measured input work between the knots (trapezoid over
-        the log samples) and its std from the effort and velocity noise (`factors.energy.input_work_std`;
-        without logged velocities those of the initial SG filter, with their high-frequency noise)."""
+    def _energy_term(self, problem: Problem, noise: NoiseLevels, keep=None):
+        """`terms.energy` over every knot interval (``keep`` (N−1,) 0/1: only where 1): measured input work
+        between the knots (trapezoid over the log samples) and its std from the effort and velocity noise
+        (`factors.energy.input_work_std`; without logged velocities those of the initial SG filter, with
+        their high-frequency noise)."""
         from ..factors.energy import EnergyResidual, input_work, input_work_std
 
         t_log, v_log, tau_log, logged_v = self._energy_log
@@ -365,6 +366,8 @@ class JointSmoother:
         sv = noise.v if logged_v and noise.v is not None else highfreq_noise_std(v_log)
         sigma = input_work_std(t_log, v_log, tau_log, t[:-1], t[1:], np.nan_to_num(sv), noise.tau)
         sigma = np.maximum(sigma, 1e-6 * max(float(np.max(np.abs(work), initial=0.0)), 1e-12))
+        if keep is not None:
+            sigma = np.where(np.asarray(keep, float) > 0, sigma, np.inf)  # weight 0 where left out
         return terms.energy(problem, EnergyResidual(self.layout_), t, work, sigma)
 
     def _add_extra_terms(self, problem: Problem) -> Problem:
