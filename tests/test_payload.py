@@ -112,7 +112,9 @@ def test_verified_encloses_exact_linear_model_at_the_vertices():
         theta_r0 = rng.uniform(0.5, 2, nr)
         r = 0.05 * theta_r0
         theta_r = theta_r0 + r * rng.choice([-1, 1], nr)
-        theta = pin.Inertia.Random().toDynamicParameters()
+        A = rng.normal(size=(3, 3))  # a random body, seeded (pin.Inertia.Random is not)
+        theta = pin.Inertia(rng.uniform(0.5, 2.0), 0.1 * rng.normal(size=3),
+                            0.05 * A @ A.T + 0.01 * np.eye(3)).toDynamicParameters()
         d = rng.uniform(0.01, 0.05, rows)
         T = Y @ theta + R @ theta_r + d * rng.choice([-1, 1], rows)
         prob = SimpleNamespace(Y=Y, R=R, T=T, d=d, theta_r0=theta_r0, theta_r_radius=r, n_windows=rows,
