@@ -160,6 +160,51 @@ class LoopClosures:
         return np.eye(3)[keep]
 
     # ------------------------------------------------------------------ velocity and acceleration levels
+    def _frames(self) -> list[int]:
+        return sorted({f for pair in self.fids for f in pair})
+
+    def _gather(self, q, v=None, a=None, jacobians: bool = True, level: str = "motion") -> dict:
+        """Per-knot Pinocchio quantities of every closure frame, stacked over knots (frame id → dict of
+        (N, ...) arrays): placements (p, R), WORLD velocity/acceleration and their derivatives (level
+        ``motion``) or WORLD / LWA / LOCAL Jacobians (level ``force``)."""
+        model, data = self.model, self.data
+        n = q.shape[0]
+        frames = self._frames()
+        keys = ["p", "R"]
+        if level == "motion":
+            keys += ["V", "A"] + (["dV_dq", "dA_dq", "dA_dv", "dA_da", "Jang_L"] if jacobians else [])
+        else:
+            keys += ["JW", "JL", "Jang_L"]
+        out = {f: {k: [] for k in keys} for f in frames}
+        for k in range(n):
+            if level == "motion":
+                if jacobians:
+                    pin.computeForwardKinematicsDerivatives(model, data, q[k], v[k], a[k])
+                else:
+                    pin.forwardKinematics(model, data, q[k], v[k], a[k])
+            else:
+                pin.computeJointJacobians(model, data, q[k])
+            pin.updateFramePlacements(model, data)
+            for f in frames:
+                o = out[f]
+                M = data.oMf[f]
+                o["p"].append(M.translation.copy())
+                o["R"].append(M.rotation.copy())
+                if level == "motion":
+                    o["V"].append(pin.getFrameVelocity(model, data, f, WORLD).vector)
+                    o["A"].append(pin.getFrameAcceleration(model, data, f, WORLD).vector)
+                    if jacobians:
+                        d = pin.getFrameAccelerationDerivatives(model, data, f, WORLD)
+                        for key, val in zip(("dV_dq", "dA_dq", "dA_dv", "dA_da"), d, strict=True):
+                            o[key].append(val)
+                        o["Jang_L"].append(pin.getFrameJacobian(model, data, f, LOCAL)[3:])
+                else:
+                    o["JW"].append(pin.getFrameJacobian(model, data, f, WORLD))
+                    o["JL"].append(pin.getFrameJacobian(model, data, f, LWA)[:3])
+                    o["Jang_L"].append(pin.getFrameJacobian(model, data, f, LOCAL)[3:])
+        return {f: {k: np.array(vals) for k, vals in o.items()} for f, o in out.items()}
+
+    # ------------------------------------------------------------------ velocity and acceleration levels
     def motion(self, q, v, a, jacobians: bool = True) -> LoopMotion:
         """φ_v = G v and φ_a = G a + Ġ v (N, m) with their Jacobians (see `LoopMotion`)."""
         q, v, a = (np.atleast_2d(np.asarray(x, float)) for x in (q, v, a))
@@ -169,71 +214,61 @@ class LoopClosures:
         if jacobians:
             out.cv_q, out.cv_v = np.zeros((n, m, nv)), np.zeros((n, m, nv))
             out.ca_q, out.ca_v, out.ca_a = (np.zeros((n, m, nv)) for _ in range(3))
-        model, data = self.model, self.data
-        for k in range(n):
-            if jacobians:
-                pin.computeForwardKinematicsDerivatives(model, data, q[k], v[k], a[k])
+        g = self._gather(q, v, a, jacobians, "motion")
+        point = {}
+        for c, (fa, fb), o in zip(self.closures, self.fids, self.offsets, strict=False):
+            s = slice(o, o + c.rows)
+            if c.type == "6d":
+                vals = [self._spatial(g[f], jacobians) for f in (fa, fb)]
             else:
-                pin.forwardKinematics(model, data, q[k], v[k], a[k])
-            pin.updateFramePlacements(model, data)
-            for c, (fa, fb), o in zip(self.closures, self.fids, self.offsets, strict=False):
-                s = slice(o, o + c.rows)
-                if c.type == "6d":
-                    vals = [self._spatial(fid, jacobians) for fid in (fa, fb)]
-                else:
-                    vals = [self._point(fid, jacobians) for fid in (fa, fb)]
-                diff = [None if x is None else y - x for x, y in zip(vals[0], vals[1], strict=True)]
-                vv, aa = diff[0], diff[1]
-                if c.type == "planar":
-                    P = self._plane(c)
-                    Ra = data.oMf[fa].rotation
-                    cv[k, s], ca[k, s] = P @ Ra.T @ vv, P @ Ra.T @ aa
-                    if jacobians:
-                        Jang = pin.getFrameJacobian(model, data, fa, LOCAL)[3:]
-                        out.cv_q[k, s] = P @ (Ra.T @ diff[2] + _skew(Ra.T @ vv) @ Jang)
-                        out.cv_v[k, s] = P @ Ra.T @ diff[3]
-                        out.ca_q[k, s] = P @ (Ra.T @ diff[4] + _skew(Ra.T @ aa) @ Jang)
-                        out.ca_v[k, s] = P @ Ra.T @ diff[5]
-                        out.ca_a[k, s] = P @ Ra.T @ diff[6]
-                    continue
-                cv[k, s], ca[k, s] = vv, aa
+                vals = [point.setdefault(f, self._point(g[f], jacobians)) for f in (fa, fb)]
+            diff = [None if x is None else y - x for x, y in zip(vals[0], vals[1], strict=True)]
+            vv, aa = diff[0], diff[1]
+            if c.type == "planar":
+                PRt = self._plane(c)[None] @ np.transpose(g[fa]["R"], (0, 2, 1))  # (N, 2, 3)
+                cv[:, s], ca[:, s] = _mv(PRt, vv), _mv(PRt, aa)
                 if jacobians:
-                    out.cv_q[k, s], out.cv_v[k, s] = diff[2], diff[3]
-                    out.ca_q[k, s], out.ca_v[k, s], out.ca_a[k, s] = diff[4], diff[5], diff[6]
+                    P, Rt = self._plane(c), np.transpose(g[fa]["R"], (0, 2, 1))
+                    Jang = g[fa]["Jang_L"]
+                    out.cv_q[:, s] = PRt @ diff[2] + P @ (_skew(_mv(Rt, vv)) @ Jang)
+                    out.cv_v[:, s] = PRt @ diff[3]
+                    out.ca_q[:, s] = PRt @ diff[4] + P @ (_skew(_mv(Rt, aa)) @ Jang)
+                    out.ca_v[:, s] = PRt @ diff[5]
+                    out.ca_a[:, s] = PRt @ diff[6]
+                continue
+            cv[:, s], ca[:, s] = vv, aa
+            if jacobians:
+                out.cv_q[:, s], out.cv_v[:, s] = diff[2], diff[3]
+                out.ca_q[:, s], out.ca_v[:, s], out.ca_a[:, s] = diff[4], diff[5], diff[6]
         return out
 
-    def _spatial(self, fid: int, jacobians: bool):
-        """WORLD spatial velocity and acceleration of frame ``fid`` (same as its joint's) + derivatives:
-        (V, A, dV/dq, dV/dv, dA/dq, dA/dv, dA/da)."""
-        model, data = self.model, self.data
-        V = pin.getFrameVelocity(model, data, fid, WORLD).vector
-        A = pin.getFrameAcceleration(model, data, fid, WORLD).vector
+    @staticmethod
+    def _spatial(g: dict, jacobians: bool):
+        """WORLD spatial velocity and acceleration of a frame (same as its joint's) + derivatives:
+        (V, A, dV/dq, dV/dv, dA/dq, dA/dv, dA/da), stacked over knots."""
         if not jacobians:
-            return V, A, None, None, None, None, None
-        dV_dq, dA_dq, dA_dv, dA_da = pin.getFrameAccelerationDerivatives(model, data, fid, WORLD)
-        return V, A, dV_dq, dA_da, dA_dq, dA_dv, dA_da
+            return g["V"], g["A"], None, None, None, None, None
+        return g["V"], g["A"], g["dV_dq"], g["dA_da"], g["dA_dq"], g["dA_dv"], g["dA_da"]
 
-    def _point(self, fid: int, jacobians: bool):
-        """Velocity and classical acceleration of frame ``fid``'s origin p in world axes + derivatives
-        (same tuple layout as `_spatial`), from the WORLD spatial quantities (v_O, ω), (a_O, ω̇):
+    @staticmethod
+    def _point(g: dict, jacobians: bool):
+        """Velocity and classical acceleration of a frame's origin p in world axes + derivatives (same
+        tuple layout as `_spatial`), from the WORLD spatial quantities (v_O, ω), (a_O, ω̇):
         v_p = v_O + ω × p, acc_p = a_O + ω̇ × p + ω × v_p (Pinocchio's WORLD kinematics derivatives;
         its LOCAL_WORLD_ALIGNED velocity derivatives are not those of the point velocity)."""
-        model, data = self.model, self.data
-        V = pin.getFrameVelocity(model, data, fid, WORLD)
-        A = pin.getFrameAcceleration(model, data, fid, WORLD)
-        p = data.oMf[fid].translation
-        w, wd = V.angular, A.angular
-        vp = V.linear + np.cross(w, p)
-        acc = A.linear + np.cross(wd, p) + np.cross(w, vp)
+        p, V, A = g["p"], g["V"], g["A"]
+        w, wd = V[:, 3:], A[:, 3:]
+        vp = V[:, :3] + np.cross(w, p)
+        acc = A[:, :3] + np.cross(wd, p) + np.cross(w, vp)
         if not jacobians:
             return vp, acc, None, None, None, None, None
-        dV_dq, dA_dq, dA_dv, dA_da = pin.getFrameAccelerationDerivatives(model, data, fid, WORLD)
-        Jp = pin.getFrameJacobian(model, data, fid, LWA)[:3]  # ∂p/∂q and ∂v_p/∂v
+        dV_dq, dA_dq, dA_dv, dA_da = g["dV_dq"], g["dA_dq"], g["dA_dv"], g["dA_da"]
         Sp, Sw, Swd, Svp = _skew(p), _skew(w), _skew(wd), _skew(vp)
-        vp_q = dV_dq[:3] - Sp @ dV_dq[3:] + Sw @ Jp
-        acc_q = dA_dq[:3] - Sp @ dA_dq[3:] + Swd @ Jp + Sw @ vp_q - Svp @ dV_dq[3:]
-        acc_v = dA_dv[:3] - Sp @ dA_dv[3:] + Sw @ Jp - Svp @ dA_da[3:]
-        return vp, acc, vp_q, Jp, acc_q, acc_v, Jp.copy()
+        Jp = dA_da[:, :3] - Sp @ dA_da[:, 3:]  # ∂p/∂q = ∂v_p/∂v = the LWA linear Jacobian
+        vp_q = dV_dq[:, :3] - Sp @ dV_dq[:, 3:] + Sw @ Jp
+        acc_q = dA_dq[:, :3] - Sp @ dA_dq[:, 3:] + Swd @ Jp + Sw @ vp_q - Svp @ dV_dq[:, 3:]
+        acc_v = dA_dv[:, :3] - Sp @ dA_dv[:, 3:] + Sw @ Jp - Svp @ dA_da[:, 3:]
+        return vp, acc, vp_q, Jp, acc_q, acc_v, Jp
 
     # ------------------------------------------------------------------ closure forces
     def generalized_force(self, q, lam, jacobians: bool = True):
@@ -247,52 +282,49 @@ class LoopClosures:
         tau = np.zeros((n, nv))
         dq = np.zeros((n, nv, nv)) if jacobians else None
         dl = np.zeros((n, nv, m)) if jacobians else None
-        model, data = self.model, self.data
-        anc = self._anc
-        for k in range(n):
-            pin.computeJointJacobians(model, data, q[k])
-            pin.updateFramePlacements(model, data)
-            for c, (fa, fb), o in zip(self.closures, self.fids, self.offsets, strict=False):
-                s = slice(o, o + c.rows)
-                lk = lam[k, s]
-                for sign, fid in ((-1.0, fa), (1.0, fb)):
-                    JW = pin.getFrameJacobian(model, data, fid, WORLD)
-                    p = data.oMf[fid].translation
-                    if c.type == "6d":
-                        F = sign * lk
-                        dF = None
-                        G = sign * JW.T
+        g = self._gather(q, level="force")
+        for c, (fa, fb), o in zip(self.closures, self.fids, self.offsets, strict=False):
+            s = slice(o, o + c.rows)
+            lk = lam[:, s]
+            for sign, fid in ((-1.0, fa), (1.0, fb)):
+                gf = g[fid]
+                JW, p = gf["JW"], gf["p"]
+                dF = None
+                if c.type == "6d":
+                    F = sign * lk
+                    G = sign * np.transpose(JW, (0, 2, 1))
+                else:
+                    if c.type == "point3d":
+                        Pm = np.broadcast_to(np.eye(3), (n, 3, 3))
                     else:
-                        if c.type == "point3d":
-                            f, Pm = lk, np.eye(3)
-                        else:
-                            Ra = data.oMf[fa].rotation
-                            Pm = Ra @ self._plane(c).T
-                            f = Pm @ lk
-                        F = sign * np.concatenate([f, np.cross(p, f)])
-                        JL = pin.getFrameJacobian(model, data, fid, LWA)
-                        G = sign * JL[:3].T @ Pm  # (nv, rows)
-                        if jacobians:
-                            # dF/dq = (df, p × df − f × dp), dp = J_lin^LWA (frame), df from R_a (planar)
-                            df = np.zeros((3, nv))
-                            if c.type == "planar":
-                                Jang_a = pin.getFrameJacobian(model, data, fa, LOCAL)[3:]
-                                df = -Ra @ _skew(self._plane(c).T @ lk) @ Jang_a
-                            dF = sign * np.vstack([df, _skew(p) @ df - _skew(f) @ JL[:3]])
-                    tau[k] += JW.T @ F
+                        Pm = g[fa]["R"] @ self._plane(c).T  # (N, 3, 2)
+                    f = _mv(Pm, lk)
+                    F = sign * np.concatenate([f, np.cross(p, f)], axis=1)
+                    JL = gf["JL"]
+                    G = sign * np.transpose(JL, (0, 2, 1)) @ Pm  # (N, nv, rows)
                     if jacobians:
-                        dl[k, :, s] += G
-                        # ∂(JᵀF)/∂q_j at column i: (S_j × S_i)·F for j supporting i (F held)
-                        lin, ang = JW[:3], JW[3:]
-                        fl, fa_ = F[:3], F[3:]
-                        # (S_j × S_i) = (ω_j × v_i + v_j × ω_i, ω_j × ω_i); dot with (fl, fa_)
-                        #   ω_j × v_i · fl = ω_j · (v_i × fl); v_j × ω_i · fl = v_j · (ω_i × fl);
-                        #   ω_j × ω_i · fa = ω_j · (ω_i × fa)
-                        vxf = np.cross(lin.T, fl)  # (nv, 3): v_i × fl
-                        wxf = np.cross(ang.T, fl)
-                        wxn = np.cross(ang.T, fa_)
-                        M = ang.T @ vxf.T + lin.T @ wxf.T + ang.T @ wxn.T  # [j, i]
-                        dq[k] += (M * anc).T
-                        if dF is not None:
-                            dq[k] += JW.T @ dF
+                        # dF/dq = (df, p × df − f × dp), dp = J_lin^LWA (frame), df from R_a (planar)
+                        df = np.zeros((n, 3, nv))
+                        if c.type == "planar":
+                            u = lk @ self._plane(c)  # (N, 3): P λ in frame a
+                            df = -g[fa]["R"] @ _skew(u) @ g[fa]["Jang_L"]
+                        dF = sign * np.concatenate([df, _skew(p) @ df - _skew(f) @ JL], axis=1)
+                tau += np.einsum("nki,nk->ni", JW, F)
+                if jacobians:
+                    dl[:, :, s] += G
+                    # ∂(JᵀF)/∂q_j at column i: (S_j × S_i)·F for j supporting i (F held); with
+                    # S = (v, ω): ω_j·(v_i × f) + v_j·(ω_i × f) + ω_j·(ω_i × n) for F = (f, n)
+                    lin, ang = np.transpose(JW[:, :3], (0, 2, 1)), np.transpose(JW[:, 3:], (0, 2, 1))
+                    fl, fn = F[:, None, :3], F[:, None, 3:]
+                    vxf, wxf, wxn = np.cross(lin, fl), np.cross(ang, fl), np.cross(ang, fn)
+                    Mji = ang @ np.transpose(vxf, (0, 2, 1)) + lin @ np.transpose(wxf, (0, 2, 1)) \
+                        + ang @ np.transpose(wxn, (0, 2, 1))
+                    dq += np.transpose(Mji * self._anc[None], (0, 2, 1))
+                    if dF is not None:
+                        dq += np.transpose(JW, (0, 2, 1)) @ dF
         return tau, dq, dl
+
+
+def _mv(M: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """Batched matrix–vector product (N, a, b) · (N, b) → (N, a)."""
+    return np.einsum("nab,nb->na", M, x)

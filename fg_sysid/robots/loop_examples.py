@@ -68,16 +68,21 @@ def write_fourbar_urdf(path: str | Path, crank_angle: float = 1.0, lengths=FOURB
     p1, p2, p3 = fourbar_angles(crank_angle, lengths)
     y = np.array([0.0, 1.0, 0.0])
     lim = yourdfpy.Limit(effort=50.0, velocity=30.0, lower=-2 * np.pi, upper=2 * np.pi)
+    # nominal (datasheet-like) friction: the prior's centre, not the simulations' truth
+    motor = yourdfpy.Dynamics(damping=0.01, friction=0.05)
+    pin_joint = yourdfpy.Dynamics(damping=0.002, friction=0.005)
     links = [yourdfpy.Link("base"),
              yourdfpy.Link("crank", inertial=_rod_inertial(yourdfpy, masses[0], L1)),
              yourdfpy.Link("coupler", inertial=_rod_inertial(yourdfpy, masses[1], L2)),
              yourdfpy.Link("rocker", inertial=_rod_inertial(yourdfpy, masses[2], L3)),
              yourdfpy.Link("coupler_tip"), yourdfpy.Link("rocker_tip")]
     joints = [
-        yourdfpy.Joint("crank_joint", "revolute", "base", "crank", _origin([0, 0, 0], -p1), -y, limit=lim),
+        yourdfpy.Joint("crank_joint", "revolute", "base", "crank", _origin([0, 0, 0], -p1), -y, limit=lim,
+                       dynamics=motor),
         yourdfpy.Joint("coupler_joint", "revolute", "crank", "coupler", _origin([L1, 0, 0], -(p2 - p1)), -y,
-                       limit=lim),
-        yourdfpy.Joint("rocker_joint", "revolute", "base", "rocker", _origin([d, 0, 0], -p3), -y, limit=lim),
+                       limit=lim, dynamics=pin_joint),
+        yourdfpy.Joint("rocker_joint", "revolute", "base", "rocker", _origin([d, 0, 0], -p3), -y, limit=lim,
+                       dynamics=pin_joint),
         yourdfpy.Joint("coupler_tip_joint", "fixed", "coupler", "coupler_tip", _origin([L2, 0, 0])),
         yourdfpy.Joint("rocker_tip_joint", "fixed", "rocker", "rocker_tip", _origin([L3, 0, 0])),
     ]

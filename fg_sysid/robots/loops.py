@@ -177,3 +177,65 @@ def gear_ratios(robot) -> np.ndarray:
     """(n_joints,) gear ratio N per joint (0 for passive joints)."""
     act = actuation_of(robot)
     return np.array([act.gear(j) for j in robot.joint_names], float)
+
+
+# ---------------------------------------------------------------------- spec keys (robots/spec.py)
+_LOOP_KEYS = ("name", "frames", "type", "axis")
+_ACTUATION_KEYS = ("gear_ratios", "passive", "unencoded")
+
+
+def parse_loops(raw, err) -> tuple[LoopClosure, ...]:
+    """The ``loops:`` key of a robot spec (structure only; frames are checked by `RobotSpec.build`)."""
+    if raw is None:
+        return ()
+    if not isinstance(raw, list):
+        raise err(f"key 'loops': expected a list of {{name, frames: [a, b], type, axis}}, got {raw!r}")
+    out = []
+    for i, c in enumerate(raw):
+        if not isinstance(c, dict):
+            raise err(f"key 'loops[{i}]': expected {{name, frames: [a, b], type, axis}}, got {c!r}")
+        bad = [k for k in c if k not in _LOOP_KEYS]
+        if bad:
+            raise err(f"key 'loops[{i}]': unknown key(s) {bad}; allowed: {', '.join(_LOOP_KEYS)}")
+        name = c.get("name", f"loop{i}")
+        frames = c.get("frames")
+        if (not isinstance(frames, list) or len(frames) != 2
+                or not all(isinstance(f, str) and f for f in frames)):
+            raise err(f"key 'loops[{i}].frames': expected two frame names [a, b], got {frames!r}")
+        try:
+            out.append(LoopClosure(str(name), tuple(frames), c.get("type", "point3d"), c.get("axis")))
+        except ValueError as e:
+            raise err(f"key 'loops[{i}]': {e}") from None
+    names = [c.name for c in out]
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise err(f"key 'loops': name(s) {dup} used more than once")
+    return tuple(out)
+
+
+def parse_actuation(raw, err) -> Actuation | None:
+    """The ``actuation:`` key of a robot spec (structure only; joints are checked by `RobotSpec.build`)."""
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        raise err("key 'actuation': expected {gear_ratios: {joint: N}, passive: [...], unencoded: [...]}, "
+                  f"got {raw!r}")
+    bad = [k for k in raw if k not in _ACTUATION_KEYS]
+    if bad:
+        raise err(f"key 'actuation': unknown key(s) {bad}; allowed: {', '.join(_ACTUATION_KEYS)}")
+    gears = raw.get("gear_ratios") or {}
+    if not isinstance(gears, dict):
+        raise err(f"key 'actuation.gear_ratios': expected a mapping joint -> ratio, got {gears!r}")
+    for j, n in gears.items():
+        if isinstance(n, bool) or not isinstance(n, (int, float)) or not np.isfinite(n) or n <= 0:
+            raise err(f"key 'actuation.gear_ratios.{j}': expected a number > 0, got {n!r}")
+    lists = {}
+    for key in ("passive", "unencoded"):
+        v = raw.get(key) or []
+        if not isinstance(v, list) or not all(isinstance(j, str) and j for j in v):
+            raise err(f"key 'actuation.{key}': expected a list of joint names, got {v!r}")
+        lists[key] = tuple(v)
+    try:
+        return Actuation({str(j): float(n) for j, n in gears.items()}, lists["passive"], lists["unencoded"])
+    except ValueError as e:
+        raise err(f"key {e}") from None
