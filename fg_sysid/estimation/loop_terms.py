@@ -339,3 +339,21 @@ def summary_extras(smoother, theta) -> dict:
         "satisfied": bool(c) and max(c.values()) <= CONSTRAINT_TOL,
         "motor_parameters": motor.to_dict(orient="records"),
     }}
+
+
+def predict_torque(robot, layout, theta, q, v, a) -> np.ndarray:
+    """Joint-side efforts of the actuated joints (N, n_actuated) that the looped model predicts at states
+    (q, v, a) of the tree: b = M a + h + A a + τ_f, closure forces λ from the passive rows
+    (G_pᵀ λ = b_p, minimum norm), τ_act = b_act − (Gᵀλ)_act (paper 004 eq. 21 with S = actuated rows)."""
+    from ..factors.inverse_dynamics import InverseDynamicsResidual
+
+    q, v, a = (np.atleast_2d(np.asarray(x, float)) for x in (q, v, a))
+    b = InverseDynamicsResidual(layout).predict(q, v, a, theta)
+    iv = robot.joint_index_v()
+    pas = passive_mask(robot)
+    act_v, pas_v = iv[~pas], iv[pas]
+    G = closures(robot).motion(q, v, a, True).cv_v  # (N, m, nv)
+    lam = np.zeros((q.shape[0], G.shape[1]))
+    if pas_v.size:
+        lam = np.einsum("nmp,np->nm", np.linalg.pinv(np.transpose(G[:, :, pas_v], (0, 2, 1))), b[:, pas_v])
+    return b[:, act_v] - np.einsum("nmv,nm->nv", G, lam)[:, act_v]
