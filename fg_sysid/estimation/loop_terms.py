@@ -88,18 +88,19 @@ def project_configurations(L: LoopClosures, q_meas: np.ndarray, w_meas: np.ndarr
     return out
 
 
-def prepare_log(robot, log: Log) -> Log:
+def prepare_log(robot, log: Log, project_all: bool = False) -> Log:
     """The log with the unencoded joints' positions filled in from the closures (for the initial
     trajectory; the encoders term gives them zero weight). Velocity columns of unencoded joints, if any,
-    are filled by differencing."""
+    are filled by differencing. ``project_all``: every joint's position replaced by the closest
+    configuration that closes the loops (held-out prediction: consistent states)."""
     enc = encoded_mask(robot)
-    if enc.all():
+    if enc.all() and not project_all:
         return log
     L = closures(robot)
     w = enc.astype(float) / np.maximum(np.nanstd(np.where(enc[None], log.q, np.nan), axis=0), 1e-3)
     w = np.where(enc, 1.0, 0.0) if not np.all(np.isfinite(w)) else np.nan_to_num(w)
     qp = project_configurations(L, np.where(enc[None], log.q, np.nan), w)
-    q = np.where(enc[None], log.q, qp)
+    q = qp if project_all else np.where(enc[None], log.q, qp)
     v = log.v
     if v is not None:
         v = np.where(enc[None], v, np.gradient(qp, log.t, axis=0))
@@ -368,3 +369,26 @@ def predict_torque(robot, layout, theta, q, v, a) -> np.ndarray:
     if pas_v.size:
         lam = np.einsum("nmp,np->nm", np.linalg.pinv(np.transpose(G[:, :, pas_v], (0, 2, 1))), b[:, pas_v])
     return b[:, act_v] - np.einsum("nmv,nm->nv", G, lam)[:, act_v]
+
+
+def model_efforts(spec: dict, robot, q, v, a) -> np.ndarray:
+    """Efforts (N, n_joints) a looped ``model.json`` dict predicts at joint states (q, v, a) (N, n_joints):
+    actuated joints by `predict_torque`, NaN for passive joints (no effort by design)."""
+    from ..layout import ParameterLayout
+
+    lay = spec["layout"]
+    vs = float(lay.get("friction_velocity_scale") or 0.05)
+    layout = ParameterLayout.create(robot, lay["inertia_parameterization"], lay["friction_model"], vs)
+    names = lay["names"]
+    p = np.array([spec["physical"][n] for n in names], float) if isinstance(spec.get("physical"), dict) \
+        else np.asarray(spec["physical"], float)
+    theta = np.asarray(lay["theta"], float) if lay.get("theta") is not None else layout.to_theta(p)
+    iv = robot.joint_index_v()
+    Q = np.tile(robot.neutral(), (np.shape(q)[0], 1))
+    Q[:, robot.joint_index_q()] = q
+    V, A = np.zeros((Q.shape[0], robot.nv)), np.zeros((Q.shape[0], robot.nv))
+    V[:, iv], A[:, iv] = v, a
+    pas = passive_mask(robot)
+    out = np.full((Q.shape[0], robot.n_joints), np.nan)
+    out[:, ~pas] = predict_torque(robot, layout, theta, Q, V, A)
+    return out
