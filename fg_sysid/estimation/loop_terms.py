@@ -34,6 +34,7 @@ from ..datasets.log import Log
 from ..factors.loops import LoopClosures
 from ..robots.loops import actuation_of, encoded_mask, gear_ratios, passive_mask
 from . import terms
+from .noise import highfreq_noise_std
 from .problem import Problem, Residual, Term, theta_dependent
 
 #: default σ_c of the constraints (SI units) at augmented-Lagrangian scale 1
@@ -97,8 +98,9 @@ def prepare_log(robot, log: Log, project_all: bool = False) -> Log:
     if enc.all() and not project_all:
         return log
     L = closures(robot)
-    w = enc.astype(float) / np.maximum(np.nanstd(np.where(enc[None], log.q, np.nan), axis=0), 1e-3)
-    w = np.where(enc, 1.0, 0.0) if not np.all(np.isfinite(w)) else np.nan_to_num(w)
+    # weights 1/σ of each encoder's high-frequency noise (0 for unencoded joints)
+    sigma = np.nan_to_num(highfreq_noise_std(np.where(enc[None], log.q, 0.0)), nan=1e-3)
+    w = np.where(enc, 1.0 / np.maximum(sigma, 1e-6), 0.0)
     qp = project_configurations(L, np.where(enc[None], log.q, np.nan), w)
     q = qp if project_all else np.where(enc[None], log.q, qp)
     v = log.v
