@@ -153,3 +153,19 @@ def test_spec_keys_errors_name_the_culprit(tmp_path):
                                     str(tmp_path / "o")])
     assert res.exit_code == 2 and "loops[0].frames" in res.output
     assert not (tmp_path / "o").exists()
+
+
+def test_floating_base_loops_are_a_clear_error(tmp_path):
+    """Not supported yet on floating bases: an EstimationError naming the loops, never a silent tree fit."""
+    from fg_sysid.estimation.floating_smoother import FloatingBaseSmoother
+    from fg_sysid.estimation.solver import EstimationError
+    from fg_sysid.robots.loop_examples import fourbar_actuation, fourbar_loop, write_fourbar_urdf
+    from fg_sysid.robots.model import RobotModel
+
+    robot = RobotModel.from_urdf(write_fourbar_urdf(tmp_path / "fb.urdf"), floating_base=True).with_metadata(
+        loops=(fourbar_loop(),), actuation=fourbar_actuation())
+    n = 50
+    log = Log(t=np.arange(n) * 0.01, q=np.zeros((n, 3)), v=None, tau=np.zeros((n, 3)),
+              joint_names=robot.joint_names, source="x")
+    with pytest.raises(EstimationError, match="closed loops \\(fourbar\\)"):
+        FloatingBaseSmoother(robot).fit(log)
