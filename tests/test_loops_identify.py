@@ -169,3 +169,6 @@ def test_floating_base_loops_are_a_clear_error(tmp_path):
               joint_names=robot.joint_names, source="x")
     with pytest.raises(EstimationError, match="closed loops \\(fourbar\\)"):
         FloatingBaseSmoother(robot).fit(log)
+    fixed = planar_fourbar(tmp_path)
+    with pytest.raises(EstimationError, match="structured solver"):
+        JointSmoother(fixed, solver="gtsam").fit(dataclasses.replace(log, joint_names=fixed.joint_names))

@@ -111,6 +111,19 @@ def prepare_log(robot, log: Log, project_all: bool = False) -> Log:
     return dataclasses.replace(log, q=q, v=v)
 
 
+def setup(smoother, log: Log) -> Log:
+    """Smoother hook at the start of a looped fit: option checks, the closures (``smoother._loops``) and
+    the log with the unencoded joints filled in (`prepare_log`)."""
+    from .solver import EstimationError
+
+    if smoother.solver != "structured":
+        raise EstimationError(f"solver {smoother.solver!r}: looped robots need the structured solver (the "
+                              "augmented-Lagrangian rounds make the closure rows too stiff for GTSAM's QR, "
+                              "which reports an indeterminate system)")
+    smoother._loops = closures(smoother.robot)
+    return prepare_log(smoother.robot, log)
+
+
 # ---------------------------------------------------------------------------------------------- terms
 def loop_kinematics(problem: Problem, L: LoopClosures, sigma_position=SIGMA_POSITION,
                     sigma_velocity=SIGMA_VELOCITY, sigma_acceleration=SIGMA_ACCELERATION) -> list:
@@ -291,7 +304,8 @@ def kinematic_init(smoother, x, noise, iterations: int = 4) -> tuple:
     wa = 1.0 / np.maximum(np.sqrt(np.mean(a_ref ** 2, axis=0)), 1e-3)
     kin = smoother._build_problem(noise)
     kin.terms = [t for t in kin.terms if t.name not in ("inverse_dynamics", "passive_dynamics",
-                                                        "parameter_prior", "energy")]
+                                                        "parameter_prior", "energy", "loop_force_prior")]
+    kin.add(force_prior(kin, 1.0))  # λ is re-initialized by `init_forces`: here it only stays put
     kin.add(terms.pseudo_accelerations(kin, a_ref, wa))
     lam = np.zeros((q.shape[0], kin.slices[BLOCK].stop - kin.slices[BLOCK].start))
     xs = (q, v, a, lam)

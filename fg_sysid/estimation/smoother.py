@@ -139,8 +139,7 @@ class JointSmoother:
         if robot.floating_base:
             raise EstimationError("floating-base robots are not supported by this smoother yet")
         if robot.loops:  # closed loops (issue 11): unencoded joints filled in from the closures
-            log = loop_terms.prepare_log(robot, log)
-            self._loops = loop_terms.closures(robot)
+            log = loop_terms.setup(self, log)
         stride = max(int(self.knot_stride), 1)
         idx = np.arange(0, log.n_samples, stride)
         if idx.size < 4:
