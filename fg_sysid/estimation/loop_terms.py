@@ -120,6 +120,9 @@ def setup(smoother, log: Log) -> Log:
         raise EstimationError(f"solver {smoother.solver!r}: looped robots need the structured solver (the "
                               "augmented-Lagrangian rounds make the closure rows too stiff for GTSAM's QR, "
                               "which reports an indeterminate system)")
+    if getattr(smoother, "dynamics", "inverse") != "inverse":
+        raise EstimationError("looped robots need the inverse-dynamics formulation (dynamics='inverse'): "
+                              "the closure forces enter as Gᵀλ in its rows")
     smoother._loops = closures(smoother.robot)
     return prepare_log(smoother.robot, log)
 
@@ -249,7 +252,7 @@ def finish_problem(problem: Problem, smoother, noise) -> Problem:
     pas = passive_mask(robot)
     L = smoother._loops
     old = {t.name: t for t in problem.terms}
-    replaced = ("encoders", "velocities", "inverse_dynamics", "energy")
+    replaced = ("encoders", "velocities", "inverse_dynamics", "forward_dynamics", "energy")
     keep = [t for t in problem.terms if t.name not in replaced]
     if "energy" in old:
         warnings.warn("energy observations are not available for looped robots: left out", stacklevel=3)
