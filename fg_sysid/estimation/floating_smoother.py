@@ -361,6 +361,10 @@ class FloatingBaseSmoother(JointSmoother):
     def _fit(self, log: Log) -> FloatingBaseSmoother:  # JointSmoother.fit wraps it (BLAS threads)
         t_start = time.perf_counter()
         robot = self.robot
+        if robot.loops:  # closed loops (issue 11): fixed bases only so far (estimation/loop_terms.py)
+            names = ", ".join(c.name for c in robot.loops)
+            raise EstimationError(f"robot {robot.name!r} has closed loops ({names}): the floating-base "
+                                  "smoother does not support loop closures yet")
         if tuple(log.joint_names) != tuple(robot.joint_names):
             raise EstimationError(
                 f"log joints {list(log.joint_names)} do not match robot {robot.name!r} joints "
