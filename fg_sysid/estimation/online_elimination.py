@@ -79,6 +79,9 @@ class KnotChain:
         self.theta_cov = None
         self.last_eliminated = 0
         self.theta_std = np.asarray(sm._theta_std, float)
+        self.layout = sm.layout_
+        self._pm_key, self._pm = None, None
+        self.top_iterations = 0
         self.marginalized = 0
 
     # ------------------------------------------------------------------ set-up
@@ -101,27 +104,37 @@ class KnotChain:
         for j in range(n - 1):
             self._linearize_pair(j)
         self.F[0] = 0.0
-        self.T[0] = self._theta_terms(theta)
+        self.T[0] = 0.0  # data information on p only; the θ-only terms (prior) enter at the top
         self.Tvalid[:] = False
         self.Tvalid[0] = True
         self.restart = 0
         self.frozen_upto = -1
 
-    def _theta_terms(self, theta) -> np.ndarray:
-        """[θ | 1] Gram of the θ-only terms (the parameter prior) linearized at ``theta``."""
-        nt = self.nt
+    def pmap(self, theta):
+        """(p, ∂p/∂θ) at θ (cached for the last θ): the physical parameters [SI: kg, kg·m, kg·m², friction,
+        armature] the inverse-dynamics rows are linear in (`layout.ParameterLayout`)."""
+        key = np.asarray(theta, float).tobytes()
+        if key != self._pm_key:
+            self._pm = (self.layout.to_physical(theta), self.layout.jacobian(theta))
+            self._pm_key = key
+        return self._pm
+
+    def _theta_rows(self, theta, jacobians: bool = True):
+        """Whitened rows (r, J) of the θ-only terms (the parameter prior) at θ."""
         ev = Evaluation(self.problem, tuple(np.zeros((1, b.shape[1])) for b in
-                                            (self.xq[:1], self.xv[:1], self.xa[:1])), theta, True, idx=[0])
-        G = np.zeros((nt + 1, nt + 1))
+                                            (self.xq[:1], self.xv[:1], self.xa[:1])), theta, jacobians, idx=[0])
+        rs, Js = [], []
         for term in self.problem.terms:
             if term.touches != "theta":
                 continue
             if term.role == "constraint":
                 raise NotImplementedError(f"online window: θ constraint term {term.name!r} is not supported")
-            wb = self.problem.whitened(term, term.evaluate(ev, True), ev)
-            rows = np.hstack([wb.Jt, (wb.r - wb.Jt @ theta)[:, None]])
-            G += rows.T @ rows
-        return G
+            wb = self.problem.whitened(term, term.evaluate(ev, jacobians), ev)
+            rs.append(np.atleast_1d(wb.r))
+            Js.append(wb.Jt)
+        if not rs:
+            return np.zeros(0), np.zeros((0, self.nt))
+        return np.concatenate(rs), (np.vstack(Js) if jacobians else None)
 
     # ------------------------------------------------------------------ linearization
     def _x(self, p):
@@ -142,8 +155,10 @@ class KnotChain:
             wb = self.problem.whitened(term, term.evaluate(ev, True), ev)
             J, r = wb.J[0], wb.r[0]
             if wb.Jt is not None:
-                Jt = wb.Jt[0]
-                c = r - Jt @ th
+                # rows linear in p: J_p = J_θ (∂p/∂θ)⁻¹, c = r̄ − J_p p̄ (p̄ = p(θ̄_j))
+                pbar, Jpt = self.pmap(th)
+                Jt = np.linalg.solve(Jpt.T, wb.Jt[0].T).T
+                c = r - Jt @ pbar
                 Kx[:, :nx] += J.T @ J
                 Kx[:, nx:nx + nt] += J.T @ Jt
                 Kx[:, -1] += J.T @ c
@@ -269,28 +284,28 @@ class KnotChain:
         self.frozen_upto = -1
 
     def inflate_theta(self, q: np.ndarray) -> None:
-        """θ random walk at the window boundary: the θ marginal of the prior on (x_0, θ) gets
-        cov θ += diag(q) [θ units²], mean kept; the conditional of x_0 given θ is kept. Only the θ block of
-        the prior changes (by ΔT), and every cached θ block T_j = T_0 + Σ C_i shifts by the same ΔT, so it
-        is added once to ``Toff`` — no re-elimination."""
+        """θ random walk at the window boundary: the data information on p carried by the prior on (x_0, p)
+        is convolved with N(0, Q_p), Q_p = J diag(q) Jᵀ (J = ∂p/∂θ at the current θ; q [θ units²]): with
+        its θ-marginal (S, s) and K = (S + Q_p⁻¹)⁻¹, S' = S − S K S, s' = s − S K s (valid for singular S:
+        unidentifiable directions). The conditional of x_0 given p is kept, so only the prior's p block
+        changes, and every cached block T_j = T_0 + Σ C_i shifts by the same amount: it is added once to
+        ``Toff`` — no re-elimination."""
         nx, nt = self.nx, self.nt
         p = self.o
         S = self.T[p] + self.Toff
         if self.frozen_upto >= 0:
             Hxx, Fx = self.F[p][:, :nx], self.F[p][:, nx:]
             S = S - Fx.T @ np.linalg.solve(Hxx, Fx)
-        H, g, c = S[:nt, :nt], S[:nt, -1], S[-1, -1]
-        cov = np.linalg.inv(H)
-        mu = -cov @ g
-        cov[np.diag_indices(nt)] += q
-        H2 = np.linalg.inv(0.5 * (cov + cov.T))
-        g2 = -H2 @ mu
-        c2 = c - mu @ H @ mu + mu @ H2 @ mu
+        H, g = S[:nt, :nt], S[:nt, -1]
+        J = self.pmap(self.theta)[1]
+        Qp = (J * np.asarray(q, float)) @ J.T
+        K = np.linalg.inv(H + np.linalg.inv(0.5 * (Qp + Qp.T)))
+        HK = H @ K
         dT = np.zeros((nt + 1, nt + 1))
-        dT[:nt, :nt] = H2 - H
-        dT[:nt, -1] = dT[-1, :nt] = g2 - g
-        dT[-1, -1] = c2 - c
-        self.Toff += dT
+        dT[:nt, :nt] = -HK @ H
+        dT[:nt, -1] = dT[-1, :nt] = -HK @ g
+        dT[-1, -1] = -g @ K @ g
+        self.Toff += 0.5 * (dT + dT.T)
 
     def _compact(self) -> None:
         """Move the window to the front of every buffer (in place: the terms keep reading the same arrays)."""
@@ -422,21 +437,59 @@ class KnotChain:
         self._eliminate()
         return self._T_at(self.n) + self.Toff
 
-    def solve(self, backsub: int | None = None) -> None:
-        """Eliminate what is out of date, then θ from the top factor and δx by back substitution — of the
-        newest ``backsub`` knots only when given (the others keep their last δx until `back_substitute`)."""
+    def solve(self, backsub: int | None = None, max_iterations: int = 10) -> None:
+        """Eliminate what is out of date, then θ at the top and δx by back substitution — of the newest
+        ``backsub`` knots only when given (the others keep their last δx until `back_substitute`).
+
+        The top: the window's data information on [p | 1] (``theta_information``) is a quadratic in the
+        physical parameters p; with the θ-only terms (the prior) θ minimizes
+        ½ [p(θ); 1]ᵀ T [p(θ); 1] + ½ ‖r_prior(θ)‖² — a small Gauss–Newton on θ (with step halving), exact in
+        the parameterization's nonlinearity. cov θ = (Jᵀ T_pp J + J_rᵀ J_r)⁻¹ at the solution (J = ∂p/∂θ)."""
         if self.n == 0:
             return
-        nx, nt = self.nx, self.nt
-        Tt = self.theta_information()
-        H, g = Tt[:nt, :nt], Tt[:nt, -1]
+        nt = self.nt
+        T = self.theta_information()
+        P, g, c0 = T[:nt, :nt], T[:nt, -1], T[-1, -1]
+
+        def cost(th):
+            p = self.pmap(th)[0]
+            r, _ = self._theta_rows(th, False)
+            return 0.5 * float(p @ P @ p + 2 * g @ p + c0 + r @ r)
+
+        theta = self.theta.copy()
+        f = cost(theta)
+        it = 0
+        for it in range(1, max_iterations + 1):
+            p, J = self.pmap(theta)
+            r, Jr = self._theta_rows(theta)
+            H = J.T @ P @ J + Jr.T @ Jr
+            grad = J.T @ (P @ p + g) + Jr.T @ r
+            Lh, info = lapack.dpotrf(H, lower=1, clean=1)
+            if info != 0:
+                raise SingularSystemError("online window: the θ block is not positive definite")
+            step = -lapack.dpotrs(Lh, grad, lower=1)[0]
+            alpha, accepted = 1.0, False
+            for _ in range(6):
+                f_new = cost(theta + alpha * step)
+                if f_new <= f + 1e-12 * abs(f):
+                    accepted = True
+                    break
+                alpha *= 0.5
+            if not accepted:
+                break
+            theta, f = theta + alpha * step, f_new
+            if float(np.max(np.abs(alpha * step) / self.theta_std)) < 1e-8:
+                break
+        self.top_iterations = it
+        p, J = self.pmap(theta)
+        r, Jr = self._theta_rows(theta)
+        H = J.T @ P @ J + Jr.T @ Jr
         Lh, info = lapack.dpotrf(H, lower=1, clean=1)
         if info != 0:
             raise SingularSystemError("online window: the θ block is not positive definite")
         Li, _ = lapack.dtrtri(Lh, lower=1)
-        cov = Li.T @ Li
-        self.theta = -cov @ g
-        self.theta_cov = cov
+        self.theta = theta
+        self.theta_cov = Li.T @ Li
         self.back_substitute(self.n if backsub is None else min(int(backsub), self.n))
 
     def back_substitute(self, k: int | None = None) -> None:
@@ -444,7 +497,7 @@ class KnotChain:
         nx = self.nx
         o, n = self.o, self.n
         k = n if k is None else k
-        th1 = np.append(self.theta, 1.0)
+        th1 = np.append(self.pmap(self.theta)[0], 1.0)
         ED = self.ED[o + n - k:o + n]
         c = ED[:, :, nx:] @ th1
         nxt = np.zeros(nx)
