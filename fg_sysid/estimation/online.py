@@ -109,7 +109,8 @@ class _Samples:
 
 @dataclass
 class _Stats:
-    latency: list = field(default_factory=list)
+    latency: list = field(default_factory=list)  # wall time per update [s]
+    cpu: list = field(default_factory=list)  # CPU time of this thread per update [s] (shared machines)
     knots_in_window: list = field(default_factory=list)
     relinearized: list = field(default_factory=list)
     eliminated: list = field(default_factory=list)
@@ -117,7 +118,9 @@ class _Stats:
     def table(self):
         import pandas as pd
 
-        return pd.DataFrame({"latency_s": self.latency, "knots_in_window": self.knots_in_window,
+        n = len(self.latency)
+        return pd.DataFrame({"latency_s": self.latency, "cpu_s": self.cpu,
+                             "knots_in_window": self.knots_in_window,
                              "relinearized": self.relinearized, "eliminated": self.eliminated})
 
 
@@ -140,12 +143,14 @@ class OnlineEstimator:
         relin_lag: only knots younger than this [s] are relinearized (older ones keep their linearization
             point until they leave the window; their estimates still move by back substitution). Bounds
             the re-elimination per update to the knots in this lag.
+        top_iterations: Levenberg–Marquardt iterations on θ at the top per update (warm-started from the
+            previous update's θ, so the iterations accumulate over updates; `result` converges fully).
     """
 
     def __init__(self, robot: RobotModel, lag: float = 1.0, knot_rate: float = 200.0, forgetting=None,
                  warmup: float = 2.0, smoother_options: dict | None = None, verbose: bool = False,
                  max_gap: float = 5.0, max_relinearize: int = 2, relin_x=(1e-2, 1e-1, 1.0),
-                 relin_theta: float = 0.1, relin_lag: float = 0.05):
+                 relin_theta: float = 0.1, relin_lag: float = 0.05, top_iterations: int = 2):
         if robot.floating_base:
             raise EstimationError(
                 f"OnlineEstimator: robot {robot.name!r} has a floating base; the online window supports fixed "
@@ -172,6 +177,7 @@ class OnlineEstimator:
         self.relin_x = np.asarray(relin_x, float)
         self.relin_theta = float(relin_theta)
         self.relin_lag = float(relin_lag)
+        self.top_iterations = int(top_iterations)
         self.stats_ = _Stats()
         self.layout_ = None
         self.theta_ = None
@@ -191,7 +197,7 @@ class OnlineEstimator:
     def update(self, samples) -> OnlineUpdate:
         """Feed a chunk (a `Log` slice or a dict of ``t`` (n,), ``q`` (n, nj), ``v`` (n, nj) | None,
         ``tau`` (n, nj)); returns the current θ, its covariance and the knots added (`OnlineUpdate`)."""
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.thread_time()
         with _blas_one_thread():
             chunk = self._as_samples(samples)
             good, rejected = self._validate(chunk)
@@ -205,6 +211,10 @@ class OnlineEstimator:
         lat = time.perf_counter() - t0
         if self.ready:
             self.stats_.latency.append(lat)
+            self.stats_.cpu.append(time.thread_time() - c0)
+            self.stats_.relinearized.append(getattr(self, "_relin_count", 0))
+            self.stats_.eliminated.append(self._chain.last_eliminated)
+            self._relin_count = 0
             self.stats_.knots_in_window.append(self._chain.n)
         return OnlineUpdate(None if self.theta_ is None else self.theta_.copy(),
                             None if self.theta_cov_ is None else self.theta_cov_.copy(),
@@ -226,6 +236,9 @@ class OnlineEstimator:
         if not self.ready:
             raise EstimationError("the online estimator is still in warm-up: no result yet")
         sm, c = self.smoother_, self._chain
+        with _blas_one_thread():
+            c.solve(max_iterations=50)
+        self.theta_, self.theta_cov_ = c.theta.copy(), c.theta_cov.copy()
         st = self.window_states()
         n = c.n
         sl = slice(c.o, c.o + n)
@@ -242,15 +255,16 @@ class OnlineEstimator:
 
     def refine(self, iterations: int = 1) -> None:
         """Relinearize every knot of the window (except the frozen oldest) at the current estimate and
-        re-solve, ``iterations`` times (a full Gauss–Newton iteration of the window; tests, end of a log)."""
+        re-solve, ``iterations`` times: undamped Gauss–Newton iterations of the window (the streaming
+        updates only relinearize the young knots)."""
         if not self.ready:
             return
         with _blas_one_thread():
             c = self._chain
             for _ in range(iterations):
-                c.solve()
-                c.relinearize(list(range(c.n)))
-                c.solve()
+                c.solve(max_iterations=50)
+                c.relinearize(list(range(c.frozen_upto + 1, c.n)))
+                c.solve(max_iterations=50)
             self.theta_, self.theta_cov_ = c.theta.copy(), c.theta_cov.copy()
 
     # ------------------------------------------------------------------ input
@@ -414,9 +428,8 @@ class OnlineEstimator:
         relin = c.stale(self.max_relinearize)
         if relin:
             c.relinearize(relin)
-        c.solve(backsub=self._tail_knots + len(added))
-        self.stats_.relinearized.append(len(relin))
-        self.stats_.eliminated.append(c.last_eliminated)
+        c.solve(backsub=self._tail_knots + len(added), max_iterations=self.top_iterations)
+        self._relin_count = len(relin)
         self.theta_, self.theta_cov_ = c.theta.copy(), c.theta_cov.copy()
         k = min(len(added), c.n)
         x = c.states(slice(c.n - k, c.n))

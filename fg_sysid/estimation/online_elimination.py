@@ -82,6 +82,7 @@ class KnotChain:
         self.layout = sm.layout_
         self._pm_key, self._pm = None, None
         self.top_iterations = 0
+        self.top_tol = 1e-4  # convergence of the top Gauss–Newton: predicted decrease of ½χ²
         self.marginalized = 0
 
     # ------------------------------------------------------------------ set-up
@@ -437,7 +438,7 @@ class KnotChain:
         self._eliminate()
         return self._T_at(self.n) + self.Toff
 
-    def solve(self, backsub: int | None = None, max_iterations: int = 10) -> None:
+    def solve(self, backsub: int | None = None, max_iterations: int = 5) -> None:
         """Eliminate what is out of date, then θ at the top and δx by back substitution — of the newest
         ``backsub`` knots only when given (the others keep their last δx until `back_substitute`).
 
@@ -452,33 +453,40 @@ class KnotChain:
         P, g, c0 = T[:nt, :nt], T[:nt, -1], T[-1, -1]
 
         def cost(th):
-            p = self.pmap(th)[0]
+            p = self.layout.to_physical(th)
             r, _ = self._theta_rows(th, False)
             return 0.5 * float(p @ P @ p + 2 * g @ p + c0 + r @ r)
 
         theta = self.theta.copy()
         f = cost(theta)
-        it = 0
+        it, lam = 0, 0.0
         for it in range(1, max_iterations + 1):
             p, J = self.pmap(theta)
             r, Jr = self._theta_rows(theta)
             H = J.T @ P @ J + Jr.T @ Jr
             grad = J.T @ (P @ p + g) + Jr.T @ r
-            Lh, info = lapack.dpotrf(H, lower=1, clean=1)
-            if info != 0:
-                raise SingularSystemError("online window: the θ block is not positive definite")
-            step = -lapack.dpotrs(Lh, grad, lower=1)[0]
-            alpha, accepted = 1.0, False
-            for _ in range(6):
-                f_new = cost(theta + alpha * step)
-                if f_new <= f + 1e-12 * abs(f):
+            d = np.maximum(np.diag(H), 1e-12)
+            accepted = False
+            for _ in range(8):  # Levenberg–Marquardt: λ·diag(H) until the cost decreases
+                Hd = H.copy()
+                Hd[np.diag_indices(nt)] += lam * d
+                Lh, info = lapack.dpotrf(Hd, lower=1, clean=1)
+                if info != 0:
+                    raise SingularSystemError("online window: the θ block is not positive definite")
+                step = -lapack.dpotrs(Lh, grad, lower=1)[0]
+                pred = -grad @ step
+                if pred < self.top_tol:
+                    break  # converged: half the Newton decrement below top_tol (χ²/2 units)
+                f_new = cost(theta + step)
+                if f_new < f:
                     accepted = True
+                    lam = 0.0 if lam <= 1e-6 else lam / 10
                     break
-                alpha *= 0.5
+                lam = max(1e-6, 10 * lam)
             if not accepted:
                 break
-            theta, f = theta + alpha * step, f_new
-            if float(np.max(np.abs(alpha * step) / self.theta_std)) < 1e-8:
+            theta, f = theta + step, f_new
+            if pred < 10 * self.top_tol:
                 break
         self.top_iterations = it
         p, J = self.pmap(theta)
@@ -492,12 +500,12 @@ class KnotChain:
         self.theta_cov = Li.T @ Li
         self.back_substitute(self.n if backsub is None else min(int(backsub), self.n))
 
-    def back_substitute(self, k: int | None = None) -> None:
-        """δx_j = E_j δx_{j+1} + D_j [θ; 1] for the newest ``k`` knots (default: all)."""
+    def back_substitute(self, k: int | None = None, p: np.ndarray | None = None) -> None:
+        """δx_j = E_j δx_{j+1} + D_j [p; 1] for the newest ``k`` knots (default: all); p = p(θ) unless given."""
         nx = self.nx
         o, n = self.o, self.n
         k = n if k is None else k
-        th1 = np.append(self.pmap(self.theta)[0], 1.0)
+        th1 = np.append(self.pmap(self.theta)[0] if p is None else p, 1.0)
         ED = self.ED[o + n - k:o + n]
         c = ED[:, :, nx:] @ th1
         nxt = np.zeros(nx)
