@@ -30,7 +30,7 @@ end, so the terms' closures (which read the estimator's measurement buffers) sta
 from __future__ import annotations
 
 import numpy as np
-from scipy.linalg import blas, lapack
+from scipy.linalg import blas, lapack, pinvh
 
 from .linear_solver import SingularSystemError
 from .problem import Evaluation, retract_states
@@ -296,7 +296,7 @@ class KnotChain:
         S = self.T[p] + self.Toff
         if self.frozen_upto >= 0:
             Hxx, Fx = self.F[p][:, :nx], self.F[p][:, nx:]
-            S = S - Fx.T @ np.linalg.solve(Hxx, Fx)
+            S = S - Fx.T @ pinvh(Hxx) @ Fx  # (x rows without information — e.g. a_0 — carry no coupling)
         H, g = S[:nt, :nt], S[:nt, -1]
         J = self.pmap(self.theta)[1]
         Qp = (J * np.asarray(q, float)) @ J.T
