@@ -80,7 +80,8 @@ def test_window_without_marginalization_takes_the_batch_gauss_newton_step(z1):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         sm = JointSmoother(z1, sigma_q=noise.q, sigma_v=noise.v, sigma_tau=noise.tau,
-                           sigma_process=noise.process_v / h, reweight_rounds=0, max_iterations=1).fit(sim.log)
+                           sigma_process=noise.process_v / h, reweight_rounds=0,
+                           max_iterations=1).fit(sim.log)
     step = solve_structured(sm.problem_.linearize(x0, theta0), 0.0)
     # the window's first top iteration (Gauss–Newton on θ, undamped) and its back substitution
     T = c.theta_information()

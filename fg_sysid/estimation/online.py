@@ -57,7 +57,7 @@ from threadpoolctl import ThreadpoolController
 from ..datasets.log import Log
 from ..robots import RobotModel
 from .online_elimination import KnotChain
-from .problem import Evaluation, Problem, retract_states
+from .problem import Problem
 from .result import IdentificationResult
 from .smoother import JointSmoother
 from .solver import EstimationError
@@ -118,7 +118,6 @@ class _Stats:
     def table(self):
         import pandas as pd
 
-        n = len(self.latency)
         return pd.DataFrame({"latency_s": self.latency, "cpu_s": self.cpu,
                              "knots_in_window": self.knots_in_window,
                              "relinearized": self.relinearized, "eliminated": self.eliminated})
@@ -153,13 +152,14 @@ class OnlineEstimator:
                  relin_theta: float = 0.1, relin_lag: float = 0.05, top_iterations: int = 2):
         if robot.floating_base:
             raise EstimationError(
-                f"OnlineEstimator: robot {robot.name!r} has a floating base; the online window supports fixed "
-                "bases only (the floating term set — contacts, IMU, base wrench constraints — is not wired "
-                "into the incremental elimination yet)")
+                f"OnlineEstimator: robot {robot.name!r} has a floating base; the online window supports "
+                "fixed bases only (the floating term set — contacts, IMU, base wrench constraints — is not "
+                "wired into the incremental elimination yet)")
         for name, val in (("lag", lag), ("knot_rate", knot_rate), ("warmup", warmup), ("max_gap", max_gap)):
             if not (np.isfinite(val) and val > 0):
                 raise ValueError(f"{name} must be a positive number, got {val}")
-        if forgetting is not None and not (np.all(np.isfinite(forgetting)) and np.all(np.asarray(forgetting) >= 0)):
+        fg = None if forgetting is None else np.asarray(forgetting, float)
+        if fg is not None and not (np.all(np.isfinite(fg)) and np.all(fg >= 0)):
             raise ValueError(f"forgetting must be a non-negative std per √s, got {forgetting}")
         opts = dict(smoother_options or {})
         for bad in ("energy", "extra_terms", "knot_stride", "solver"):
@@ -201,8 +201,7 @@ class OnlineEstimator:
         with _blas_one_thread():
             chunk = self._as_samples(samples)
             good, rejected = self._validate(chunk)
-            new_states = {"t": np.zeros(0), "q": np.zeros((0, self.robot.nq)), "v": np.zeros((0, self.robot.nv)),
-                          "a": np.zeros((0, self.robot.nv))}
+            new_states = self._empty_states()
             if good is not None:
                 if not self.ready:
                     self._warmup_feed(good, rejected)
@@ -218,7 +217,7 @@ class OnlineEstimator:
             self.stats_.knots_in_window.append(self._chain.n)
         return OnlineUpdate(None if self.theta_ is None else self.theta_.copy(),
                             None if self.theta_cov_ is None else self.theta_cov_.copy(),
-                            None if not self.ready else float(self._chain.t[self._chain.o + self._chain.n - 1]),
+                            None if not self.ready else self._chain.t_newest,
                             new_states, rejected, lat, self.ready)
 
     def window_states(self) -> dict:
@@ -250,7 +249,8 @@ class OnlineEstimator:
             history=[], converged=True, seconds=float(np.sum(self.stats_.latency)), noise=sm.noise_.as_dict(),
             method="online", knots=int(n), id_residual=r,
             measured_joints=[j for j, m in zip(self.robot.joint_names, self._tau_measured, strict=True) if m],
-            extras={"online": {"lag": self.lag, "knot_rate": self.knot_rate, "forgetting": self.forgetting,
+            extras={"online": {"lag": self.lag, "knot_rate": self.knot_rate,
+                               "forgetting": _jsonable(self.forgetting),
                                "updates": len(self.stats_.latency)}})
 
     def refine(self, iterations: int = 1) -> None:
@@ -340,7 +340,8 @@ class OnlineEstimator:
             if self._buf and len(self._buf) > 1:
                 dt = np.median(np.diff(np.concatenate([b.t for b in self._buf])))
                 if gap > self.max_gap * max(dt, 1.0 / self.knot_rate):
-                    msgs.append(f"gap of {gap:.4f} s before t={s.t[0]:.6f} s during warm-up: warm-up restarts")
+                    msgs.append(f"gap of {gap:.4f} s before t={s.t[0]:.6f} s during warm-up: "
+                                "warm-up restarts")
                     self._buf = []
         self._buf.append(s)
         t_first = self._buf[0].t[0]
@@ -411,8 +412,8 @@ class OnlineEstimator:
             ti = s.t[i]
             gap = ti - self._last_knot_t
             if gap > self.max_gap * period:
-                msgs.append(f"gap of {gap:.4f} s before t={ti:.6f} s (> {self.max_gap:g} knot periods): the chain "
-                            "restarts here with the θ marginal as its prior")
+                msgs.append(f"gap of {gap:.4f} s before t={ti:.6f} s (> {self.max_gap:g} knot periods): "
+                            "the chain restarts here with the θ marginal as its prior")
                 c.restart_segment()
                 self._pending_forget += gap
             elif gap < period - 0.5 * self._dt:
@@ -437,7 +438,8 @@ class OnlineEstimator:
 
     def _empty_states(self) -> dict:
         r = self.robot
-        return {"t": np.zeros(0), "q": np.zeros((0, r.nq)), "v": np.zeros((0, r.nv)), "a": np.zeros((0, r.nv))}
+        return {"t": np.zeros(0), "q": np.zeros((0, r.nq)), "v": np.zeros((0, r.nv)),
+                "a": np.zeros((0, r.nv))}
 
     def _marginalize_old(self) -> None:
         c = self._chain
@@ -445,7 +447,8 @@ class OnlineEstimator:
             dt = c.marginalize_oldest()
             self._pending_forget = getattr(self, "_pending_forget", 0.0) + dt
         if self.forgetting is not None and self._pending_forget > 0:
-            c.inflate_theta(np.broadcast_to(np.asarray(self.forgetting, float) ** 2, (c.nt,)) * self._pending_forget)
+            q = np.broadcast_to(np.asarray(self.forgetting, float) ** 2, (c.nt,)) * self._pending_forget
+            c.inflate_theta(q)
         self._pending_forget = 0.0
 
     def _log(self, msg: str) -> None:
@@ -453,21 +456,5 @@ class OnlineEstimator:
             print(msg, file=sys.stderr, flush=True)
 
 
-def linearize_knot(problem: Problem, x: tuple, theta: np.ndarray, j: int, pair: bool):
-    """Whitened rows of every knot term at knot ``j`` (``pair`` False) or of every pair term on (j, j+1)
-    (``pair`` True), at the states ``x`` (blocks of 1 or 2 rows) and θ: a list of `Residual` (r (m,),
-    J (m, nx), J1 (m, nx) | None, Jt (m, nθ) | None)."""
-    out = []
-    idx = [j, j + 1] if pair else [j]
-    ev = Evaluation(problem, x, theta, True, idx=idx)
-    for term in problem.terms:
-        if term.touches != ("pair" if pair else "knot"):
-            continue
-        wb = problem.whitened(term, term.evaluate(ev, True), ev)
-        out.append((wb.J[0], None if wb.J1 is None else wb.J1[0], None if wb.Jt is None else wb.Jt[0],
-                    wb.r[0]))
-    return out
-
-
-def retract(problem: Problem, x: tuple, dx: np.ndarray) -> tuple:
-    return retract_states(problem.space, x, dx)
+def _jsonable(x):
+    return None if x is None else np.asarray(x, float).tolist()

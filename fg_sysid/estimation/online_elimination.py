@@ -122,8 +122,8 @@ class KnotChain:
 
     def _theta_rows(self, theta, jacobians: bool = True):
         """Whitened rows (r, J) of the θ-only terms (the parameter prior) at θ."""
-        ev = Evaluation(self.problem, tuple(np.zeros((1, b.shape[1])) for b in
-                                            (self.xq[:1], self.xv[:1], self.xa[:1])), theta, jacobians, idx=[0])
+        probe = tuple(np.zeros((1, b.shape[1])) for b in (self.xq[:1], self.xv[:1], self.xa[:1]))
+        ev = Evaluation(self.problem, probe, theta, jacobians, idx=[0])
         rs, Js = [], []
         for term in self.problem.terms:
             if term.touches != "theta":
@@ -191,7 +191,8 @@ class KnotChain:
             if term.touches != "pair":
                 continue
             if getattr(term.evaluate, "depends_on_theta", False):
-                raise NotImplementedError(f"online window: θ-dependent pair term {term.name!r} is not supported")
+                raise NotImplementedError(f"online window: θ-dependent pair term {term.name!r} is not "
+                                          "supported")
             wb = self.problem.whitened(term, term.evaluate(ev, True), ev)
             J0, J1, r = wb.J[0], wb.J1[0], wb.r[0]
             Px[:, :nx] += J0.T @ J0
@@ -237,6 +238,10 @@ class KnotChain:
         else:
             self.restart = min(self.restart, 0)
 
+    @property
+    def t_newest(self) -> float:
+        return float(self.t[self.o + self.n - 1])
+
     def estimate(self, p: int):
         """x̂ = x̄ ⊕ δx at buffer position p."""
         x = retract_states(self.problem.space, tuple(b[p:p + 1] for b in (self.xq, self.xv, self.xa)),
@@ -244,7 +249,7 @@ class KnotChain:
         return x[0][0], x[1][0], x[2][0]
 
     def states(self, sl: slice) -> tuple:
-        """(q, v, a) of window knots ``sl`` (copies; δx as of the last back substitution that reached them)."""
+        """(q, v, a) of window knots ``sl`` (copies; δx of the last back substitution that reached them)."""
         a, b = self.o + sl.start, self.o + sl.stop
         return retract_states(self.problem.space, (self.xq[a:b], self.xv[a:b], self.xa[a:b]), self.dx[a:b])
 
@@ -386,8 +391,8 @@ class KnotChain:
             Mx[:, -1] += Px[:, -1]
             Lk, info = potrf(Mx[:, :nx], lower=1, clean=1)
             if info != 0:
-                raise SingularSystemError(f"online window: state block of the knot at t={self.t[p]:.4f} s is not "
-                                          f"positive definite (LAPACK potrf info={info})")
+                raise SingularSystemError(f"online window: state block of the knot at t={self.t[p]:.4f} s "
+                                          f"is not positive definite (LAPACK potrf info={info})")
             W = trsm(1.0, Lk, Mx[:, nx:], lower=1)
             self.L[p], self.W[p] = Lk, W
             # back-substitution map δx_j = E_j δx_{j+1} + D_j [θ; 1] with [E | D] = −L⁻ᵀ W
@@ -460,7 +465,7 @@ class KnotChain:
         theta = self.theta.copy()
         f = cost(theta)
         it, lam = 0, 0.0
-        for it in range(1, max_iterations + 1):
+        for it in range(1, max_iterations + 1):  # noqa: B007 (the count is reported)
             p, J = self.pmap(theta)
             r, Jr = self._theta_rows(theta)
             H = J.T @ P @ J + Jr.T @ Jr
@@ -501,7 +506,8 @@ class KnotChain:
         self.back_substitute(self.n if backsub is None else min(int(backsub), self.n))
 
     def back_substitute(self, k: int | None = None, p: np.ndarray | None = None) -> None:
-        """δx_j = E_j δx_{j+1} + D_j [p; 1] for the newest ``k`` knots (default: all); p = p(θ) unless given."""
+        """δx_j = E_j δx_{j+1} + D_j [p; 1] for the newest ``k`` knots (default: all); p = p(θ) unless
+        given."""
         nx = self.nx
         o, n = self.o, self.n
         k = n if k is None else k
