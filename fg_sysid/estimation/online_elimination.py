@@ -81,7 +81,9 @@ class KnotChain:
         self.theta_std = np.asarray(sm._theta_std, float)
         self.layout = sm.layout_
         self._pm_key, self._pm = None, None
+        self._inv_key, self._inv = None, None
         self.top_iterations = 0
+        self._lam = 0.0
         self.top_tol = 1e-4  # convergence of the top Gauss–Newton: predicted decrease of ½χ²
         self.marginalized = 0
 
@@ -120,6 +122,14 @@ class KnotChain:
             self._pm_key = key
         return self._pm
 
+    def pmap_inverse(self, theta):
+        """(p, (∂p/∂θ)⁻¹) at θ (cached for the last θ; the new knots of an update share it)."""
+        key = np.asarray(theta, float).tobytes()
+        if key != self._inv_key:
+            self._inv = (self.layout.to_physical(theta), np.linalg.inv(self.layout.jacobian(theta)))
+            self._inv_key = key
+        return self._inv
+
     def _theta_rows(self, theta, jacobians: bool = True):
         """Whitened rows (r, J) of the θ-only terms (the parameter prior) at θ."""
         probe = tuple(np.zeros((1, b.shape[1])) for b in (self.xq[:1], self.xv[:1], self.xa[:1]))
@@ -157,8 +167,8 @@ class KnotChain:
             J, r = wb.J[0], wb.r[0]
             if wb.Jt is not None:
                 # rows linear in p: J_p = J_θ (∂p/∂θ)⁻¹, c = r̄ − J_p p̄ (p̄ = p(θ̄_j))
-                pbar, Jpt = self.pmap(th)
-                Jt = np.linalg.solve(Jpt.T, wb.Jt[0].T).T
+                pbar, Jinv = self.pmap_inverse(th)
+                Jt = wb.Jt[0] @ Jinv
                 c = r - Jt @ pbar
                 Kx[:, :nx] += J.T @ J
                 Kx[:, nx:nx + nt] += J.T @ Jt
@@ -464,7 +474,7 @@ class KnotChain:
 
         theta = self.theta.copy()
         f = cost(theta)
-        it, lam = 0, 0.0
+        it, lam = 0, self._lam  # damping carried over from the last solve (the top changes little)
         for it in range(1, max_iterations + 1):  # noqa: B007 (the count is reported)
             p, J = self.pmap(theta)
             r, Jr = self._theta_rows(theta)
@@ -485,15 +495,16 @@ class KnotChain:
                 f_new = cost(theta + step)
                 if f_new < f:
                     accepted = True
-                    lam = 0.0 if lam <= 1e-6 else lam / 10
+                    lam = 0.0 if lam <= 1e-6 else lam / 3
                     break
-                lam = max(1e-6, 10 * lam)
+                lam = max(1e-4, 10 * lam)
             if not accepted:
                 break
             theta, f = theta + step, f_new
             if pred < 10 * self.top_tol:
                 break
         self.top_iterations = it
+        self._lam = lam
         p, J = self.pmap(theta)
         r, Jr = self._theta_rows(theta)
         H = J.T @ P @ J + Jr.T @ Jr
