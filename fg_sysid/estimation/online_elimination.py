@@ -83,7 +83,6 @@ class KnotChain:
         self._pm_key, self._pm = None, None
         self._inv_key, self._inv = None, None
         self.top_iterations = 0
-        self._lam = 0.0
         self.top_tol = 1e-4  # convergence of the top Gauss–Newton: predicted decrease of ½χ²
         self.marginalized = 0
 
@@ -474,37 +473,40 @@ class KnotChain:
 
         theta = self.theta.copy()
         f = cost(theta)
-        it, lam = 0, self._lam  # damping carried over from the last solve (the top changes little)
+        it, lam = 0, 0.0
         for it in range(1, max_iterations + 1):  # noqa: B007 (the count is reported)
             p, J = self.pmap(theta)
             r, Jr = self._theta_rows(theta)
             H = J.T @ P @ J + Jr.T @ Jr
             grad = J.T @ (P @ p + g) + Jr.T @ r
             d = np.maximum(np.diag(H), 1e-12)
+            Lh, info = lapack.dpotrf(H, lower=1, clean=1)
+            if info != 0:
+                raise SingularSystemError("online window: the θ block is not positive definite")
+            step = -lapack.dpotrs(Lh, grad, lower=1)[0]
+            pred = -grad @ step
+            if pred < self.top_tol:
+                break  # converged: the (undamped) Newton decrement is below top_tol (χ²/2 units)
             accepted = False
             for _ in range(8):  # Levenberg–Marquardt: λ·diag(H) until the cost decreases
-                Hd = H.copy()
-                Hd[np.diag_indices(nt)] += lam * d
-                Lh, info = lapack.dpotrf(Hd, lower=1, clean=1)
-                if info != 0:
-                    raise SingularSystemError("online window: the θ block is not positive definite")
-                step = -lapack.dpotrs(Lh, grad, lower=1)[0]
-                pred = -grad @ step
-                if pred < self.top_tol:
-                    break  # converged: half the Newton decrement below top_tol (χ²/2 units)
+                if lam > 0:
+                    Hd = H.copy()
+                    Hd[np.diag_indices(nt)] += lam * d
+                    Lh, info = lapack.dpotrf(Hd, lower=1, clean=1)
+                    step = -lapack.dpotrs(Lh, grad, lower=1)[0]
+                    pred = -grad @ step
                 f_new = cost(theta + step)
                 if f_new < f:
                     accepted = True
-                    lam = 0.0 if lam <= 1e-6 else lam / 3
+                    lam = 0.0 if lam <= 1e-6 else lam / 10
                     break
-                lam = max(1e-4, 10 * lam)
+                lam = max(1e-6, 10 * lam)
             if not accepted:
                 break
             theta, f = theta + step, f_new
             if pred < 10 * self.top_tol:
                 break
         self.top_iterations = it
-        self._lam = lam
         p, J = self.pmap(theta)
         r, Jr = self._theta_rows(theta)
         H = J.T @ P @ J + Jr.T @ Jr
