@@ -49,6 +49,7 @@ import copy
 import sys
 import time
 import warnings
+from collections import deque
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -107,20 +108,29 @@ class _Samples:
     tau: np.ndarray
 
 
+STATS_KEPT = 200_000  # updates kept in `OnlineEstimator.stats_` (bounded memory; 16 min at 200 Hz)
+
+
+def _ring():
+    return deque(maxlen=STATS_KEPT)
+
+
 @dataclass
 class _Stats:
-    latency: list = field(default_factory=list)  # wall time per update [s]
-    cpu: list = field(default_factory=list)  # CPU time of this thread per update [s] (shared machines)
-    knots_in_window: list = field(default_factory=list)
-    relinearized: list = field(default_factory=list)
-    eliminated: list = field(default_factory=list)
+    """Per-update statistics (the last `STATS_KEPT` updates)."""
+
+    latency: deque = field(default_factory=_ring)  # wall time per update [s]
+    cpu: deque = field(default_factory=_ring)  # CPU time of this thread per update [s] (shared machines)
+    knots_in_window: deque = field(default_factory=_ring)
+    relinearized: deque = field(default_factory=_ring)  # knots relinearized (besides the new ones)
+    eliminated: deque = field(default_factory=_ring)  # knots re-eliminated
 
     def table(self):
         import pandas as pd
 
-        return pd.DataFrame({"latency_s": self.latency, "cpu_s": self.cpu,
-                             "knots_in_window": self.knots_in_window,
-                             "relinearized": self.relinearized, "eliminated": self.eliminated})
+        return pd.DataFrame({"latency_s": list(self.latency), "cpu_s": list(self.cpu),
+                             "knots_in_window": list(self.knots_in_window),
+                             "relinearized": list(self.relinearized), "eliminated": list(self.eliminated)})
 
 
 class OnlineEstimator:
@@ -179,6 +189,8 @@ class OnlineEstimator:
         self.relin_lag = float(relin_lag)
         self.top_iterations = int(top_iterations)
         self.stats_ = _Stats()
+        self.n_updates_ = 0
+        self._seconds = 0.0
         self.layout_ = None
         self.theta_ = None
         self.theta_cov_ = None
@@ -210,6 +222,8 @@ class OnlineEstimator:
         lat = time.perf_counter() - t0
         if self.ready:
             self.stats_.latency.append(lat)
+            self.n_updates_ += 1
+            self._seconds += lat
             self.stats_.cpu.append(time.thread_time() - c0)
             self.stats_.relinearized.append(getattr(self, "_relin_count", 0))
             self.stats_.eliminated.append(self._chain.last_eliminated)
@@ -246,12 +260,12 @@ class OnlineEstimator:
         return IdentificationResult.build(
             layout=self.layout_, theta=self.theta_, theta_cov=self.theta_cov_,
             theta_prior=(sm._theta_bar, sm._theta_std), t=st["t"], q=st["q"], v=st["v"], a=st["a"],
-            history=[], converged=True, seconds=float(np.sum(self.stats_.latency)), noise=sm.noise_.as_dict(),
+            history=[], converged=True, seconds=self._seconds, noise=sm.noise_.as_dict(),
             method="online", knots=int(n), id_residual=r,
             measured_joints=[j for j, m in zip(self.robot.joint_names, self._tau_measured, strict=True) if m],
             extras={"online": {"lag": self.lag, "knot_rate": self.knot_rate,
                                "forgetting": _jsonable(self.forgetting),
-                               "updates": len(self.stats_.latency)}})
+                               "updates": self.n_updates_}})
 
     def refine(self, iterations: int = 1) -> None:
         """Relinearize every knot of the window (except the frozen oldest) at the current estimate and
