@@ -13,25 +13,32 @@ causal: each update reads only the samples given so far.
 **Incremental elimination** (`online_elimination.KnotChain`). Every knot j has one linearization point
 x̄_j shared by all its factors and the θ̄_j its θ-dependent rows were linearized at. Its whitened linear
 factors (``Problem.whitened`` of the batch terms evaluated on that knot / pair with ``Evaluation(idx=...)``)
-are kept as Gram blocks on (δx_j, δx_{j+1}, θ, 1) with δx_j = x_j ⊖ x̄_j and θ absolute
-(r + A δx + B (θ − θ̄_j) = (r − B θ̄_j) + A δx + B θ). Knots are eliminated oldest → newest, θ last (the
-order of `linear_solver`, paper 004 Sec. VIII); eliminating x_j leaves a conditional and the x_{j+1} rows of
-a dense running factor on (x_{j+1}, θ) — both cached, with the θ-block contributions, so that a new knot
-(factors only at the newest end) re-eliminates only the last knots. The small dense top (x_newest, θ) gives
-θ and its covariance (the inverse θ Schur complement); back substitution gives the window's states.
+are kept as Gram blocks on (δx_j, δx_{j+1}, p, 1) with δx_j = x_j ⊖ x̄_j and p the **physical** parameters
+(`layout.ParameterLayout.to_physical`): the inverse-dynamics rows are linear in p (regressor identity
+τ = Y(q, v, a) π + friction + armature), so J_p = J_θ (∂p/∂θ)⁻¹ and c = r̄ − J_p p(θ̄_j) make the stored
+information exact in p whatever θ̄_j was (only the tanh-width friction coordinates stay nonlinear).
+Knots are eliminated oldest → newest, p last (the order of `linear_solver`, paper 004 Sec. VIII);
+eliminating x_j leaves a conditional and the x_{j+1} rows of a dense running factor on (x_{j+1}, p) —
+both cached, with the p-block contributions, so that a new knot (factors only at the newest end)
+re-eliminates only the last knots. The top is the window's information on p, a quadratic; θ minimizes it
+plus the θ prior (the batch's parameter prior) by a few Levenberg–Marquardt iterations in θ (exact in the
+parameterization's nonlinearity; ``top_iterations`` per update, warm-started), and
+cov θ = (Jᵀ H_p J + prior)⁻¹ — the batch smoother's Gauss–Newton covariance. Back substitution gives the
+recent knots' states (all of them on request, `window_states`).
 A knot is relinearized (iSAM2's fluid relinearization) when its state step or the θ change since its
 linearization exceed thresholds — at most ``max_relinearize`` per update, oldest first, among the knots
-younger than ``relin_lag`` (so that the re-elimination per update stays bounded); new knots are
-relinearized once at their first solution.
+younger than ``relin_lag`` (so that the re-elimination per update stays bounded); a new knot, linearized
+at a prediction, is relinearized at its first solution by the next update.
 
-**Marginalization.** The running factor that eliminating the oldest knot leaves on (next knot, θ) IS the
+**Marginalization.** The running factor that eliminating the oldest knot leaves on (next knot, p) IS the
 exact Schur complement; it becomes the prior, and the next knot's linearization point is frozen from then
 on (first-estimate Jacobians).
 
-**Forgetting.** θ is constant inside the window; with ``forgetting`` = σ_rw [θ units per √s] the θ block of
-the prior's covariance is inflated by σ_rw² Δt for the time Δt the marginalized knots covered (the
-random-walk predict step at the window boundary), with the conditional of the boundary knot given θ kept:
-only the prior's θ block changes, and all cached θ blocks shift by the same amount (no re-elimination).
+**Forgetting.** θ is constant inside the window; with ``forgetting`` = σ_rw [θ units per √s] the
+information the prior carries about p is that of a random walk over the time Δt the marginalized knots
+covered: convolved with N(0, J diag(σ_rw² Δt) Jᵀ) (the predict step at the window boundary), with the
+conditional of the boundary knot given p kept — only the prior's p block changes, and all cached p blocks
+shift by the same amount (no re-elimination). The URDF prior on θ is not forgotten.
 
 **Bad samples.** NaN in a required column, a time not after the last accepted sample (out of order or
 repeated) → the sample is rejected with a message naming its time and the culprit; the estimator goes on

@@ -1,27 +1,30 @@
 """Incremental elimination of the online window (`online.OnlineEstimator`): `KnotChain`.
 
 Variables: per window knot j the tangent step δx_j = x_j ⊖ x̄_j from its linearization point x̄_j
-(nx = 3 nv: δq, δv, δa), and the **absolute** θ (nθ). Every factor is stored as whitened linear rows
-A δx + B θ + c with c = r̄ − B θ̄_j (r̄, A, B at (x̄, θ̄_j)), so the elimination does not depend on the
-current estimate, only on the factors. Per knot the Gram blocks are cached:
+(nx = 3 nv: δq, δv, δa), and the physical parameters p (n_p = nθ; `layout.ParameterLayout.to_physical`),
+in which the inverse-dynamics rows are linear. Every factor is stored as whitened linear rows
+A δx + B p + c with B = J_θ (∂p/∂θ)⁻¹ and c = r̄ − B p(θ̄_j) (r̄, A, J_θ at (x̄_j, θ̄_j)), so the elimination
+does not depend on the current estimate, only on the factors. Per knot the Gram blocks are cached:
 
-* ``Kx[j]``  — x_j rows of the knot factors on [x_j | θ | 1];
+* ``Kx[j]``  — x_j rows of the knot factors on [x_j | p | 1];
 * ``Px[j]``, ``Py[j]`` — x_j and x_{j+1} rows of the pair factor (j, j+1) on [x_j | x_{j+1} | 1] and
   [x_{j+1} | 1];
-* ``B[j]`` — the θ-dependent knot rows [Jθ | c] themselves (their θ Gram is B'B); ``cc[j]`` the
-  constant ½‖c‖² part of the other rows.
+* ``B[j]`` — the p-dependent knot rows [B | c] themselves (their p Gram is BᵀB); ``kcc[j]``, ``pcc[j]``
+  the constants ‖c‖² of the other knot rows and of the pair rows.
 
-Eliminating knots oldest → newest, θ last (`linear_solver`; paper 004 Sec. VIII): the factor entering
-knot j is a dense Gaussian on (x_j, θ) held as its x rows ``F[j]`` (nx × [x_j | θ | 1]) and its θ block
-``T[j]`` ([θ | 1] × [θ | 1]). With M_x = Kx + Px + F (x_j rows on [x_j | x_{j+1} | θ | 1]):
+Eliminating knots oldest → newest, p last (`linear_solver`; paper 004 Sec. VIII): the factor entering
+knot j is a dense Gaussian on (x_j, p) held as its x rows ``F[j]`` (nx × [x_j | p | 1]) and its p block
+``T[j]`` ([p | 1] × [p | 1]). With M_x = Kx + Px + F (x_j rows on [x_j | x_{j+1} | p | 1]):
 
-    L_j = chol(M_x[:, x_j]),   W_j = L_j⁻¹ M_x[:, x_{j+1}, θ, 1] = [U_j | Z_j],
+    L_j = chol(M_x[:, x_j]),   W_j = L_j⁻¹ M_x[:, x_{j+1}, p, 1] = [U_j | Z_j],
     F[j+1] = [Py_xx | 0 | Py_1] − U_jᵀ W_j,     T[j+1] = T[j] + B_jᵀB_j − Z_jᵀ Z_j   (+ constants)
 
-— exactly the Schur complement of the (x_j, x_{j+1}, θ) system over x_j. After the newest knot, ``T[n]``
-is θ's marginal information: θ = −H⁻¹ g, cov θ = H⁻¹ (H, g its blocks). Back substitution:
-δx_j = −L_j⁻ᵀ (U_j δx_{j+1} + Z_j [θ; 1]). A changed factor at knot j invalidates only knots ≥ j
-(``restart``); marginalizing the oldest knot keeps (F[1], T[1]) as the prior on (x_1, θ).
+— exactly the Schur complement of the (x_j, x_{j+1}, p) system over x_j. The x rows are computed knot by
+knot; the p blocks lazily (`_T_at`: two stacked products over a run of knots, per knot only for the
+newest ``TAIL``). After the newest knot, ``T[n]`` is the window's information on p; `solve` finds θ from
+it and the θ prior (Levenberg–Marquardt on θ), cov θ = (Jᵀ T_pp J + J_rᵀ J_r)⁻¹. Back substitution:
+δx_j = E_j δx_{j+1} + D_j [p; 1] with [E_j | D_j] = −L_j⁻ᵀ W_j. A changed factor at knot j invalidates only
+knots ≥ j (``restart``); marginalizing the oldest knot keeps (F[1], T[1]) as the prior on (x_1, p).
 
 Buffers have a fixed capacity (window + margin) and are compacted in place when the window reaches the
 end, so the terms' closures (which read the estimator's measurement buffers) stay valid and memory is flat.
