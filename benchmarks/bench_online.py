@@ -11,8 +11,12 @@ log and for the batch smoother fitted on the whole log.
 
 Floating bases (B1) are not supported by the online window yet (`EstimationError`); a row says so.
 
+Out of class: ``--truth sharp`` (friction tanh width 0.005 rad/s) or ``--truth stribeck`` (Stribeck
+friction), as benchmarks/bench_outofclass.py.
+
 Usage: python benchmarks/bench_online.py [--robot z1] [--duration 60] [--rate 200] [--knot-rate 200]
-       [--lag 1.0] [--noise 0.01] [--no-batch] [--out benchmarks/results/online.csv]
+       [--lag 1.0] [--noise 0.01] [--truth in-class|sharp|stribeck] [--no-batch] [--floating]
+       [--out benchmarks/results/online.csv]
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from fg_sysid.datasets.simulate import simulate
+from fg_sysid.datasets.simulate import Effects, simulate
 from fg_sysid.estimation.online import OnlineEstimator
 from fg_sysid.estimation.smoother import EstimationError, JointSmoother
 from fg_sysid.prediction import heldout_report
@@ -38,18 +42,29 @@ def rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
+#: simulated truth: (tanh width of the truth's friction [rad/s], effects) — in-class, or outside the
+#: estimator's model class (as benchmarks/bench_outofclass.py)
+TRUTHS = {
+    "in-class": (0.05, Effects()),
+    "sharp": (0.005, Effects()),
+    "stribeck": (0.01, Effects(friction="stribeck", stribeck_ratio=1.5, stribeck_velocity=0.1)),
+}
+
+
 def run(robot_name: str, duration: float, rate: float, knot_rate: float, lag: float, noise: float,
-        batch: bool, warmup: float) -> dict:
+        batch: bool, warmup: float, truth: str = "in-class") -> dict:
     robot = load_robot(robot_name)
-    row = {"robot": robot_name, "duration_s": duration, "rate_hz": rate, "knot_rate_hz": knot_rate,
-           "lag_s": lag, "noise": noise}
+    row = {"robot": robot_name, "truth": truth, "duration_s": duration, "rate_hz": rate,
+           "knot_rate_hz": knot_rate, "lag_s": lag, "noise": noise}
+    vs, effects = TRUTHS[truth]
     try:
         est = OnlineEstimator(robot, lag=lag, knot_rate=knot_rate, warmup=warmup)
     except EstimationError as e:
         row["error"] = str(e)
         return row
-    train = simulate(robot, duration, rate, noise, 0)
-    held = simulate(robot, min(duration, 10.0), rate, 0.0, 1, truth=train.truth)
+    train = simulate(robot, duration, rate, noise, 0, friction_velocity_scale=vs, effects=effects)
+    held = simulate(robot, min(duration, 10.0), rate, 0.0, 1, truth=train.truth, friction_velocity_scale=vs,
+                    effects=effects)
     log = train.log
     rss = []
     t0 = time.perf_counter()
@@ -92,11 +107,12 @@ def main() -> None:
     ap.add_argument("--lag", type=float, default=1.0)
     ap.add_argument("--warmup", type=float, default=2.0)
     ap.add_argument("--noise", type=float, default=0.01)
+    ap.add_argument("--truth", default="in-class", choices=sorted(TRUTHS))
     ap.add_argument("--no-batch", action="store_true")
     ap.add_argument("--floating", action="store_true", help="also try B1 with a 0.5 s lag")
     ap.add_argument("--out", default="benchmarks/results/online.csv")
     a = ap.parse_args()
-    rows = [run(a.robot, a.duration, a.rate, a.knot_rate, a.lag, a.noise, not a.no_batch, a.warmup)]
+    rows = [run(a.robot, a.duration, a.rate, a.knot_rate, a.lag, a.noise, not a.no_batch, a.warmup, a.truth)]
     if a.floating:
         rows.append(run("b1", a.duration, a.rate, a.knot_rate, 0.5, a.noise, False, a.warmup))
     df = pd.DataFrame(rows)
