@@ -150,7 +150,16 @@ def test_online_heldout_error_within_batch(z1, z1_logs, z1_online, z1_batch):
     train, held = z1_logs
     sm = z1_batch
     batch = heldout_report(sm.result_, z1, held.log)["overall"]
-    online = heldout_report(z1_online.result(), z1, held.log)["overall"]
+    res = z1_online.result()
+    online = heldout_report(res, z1, held.log)["overall"]
+    # the model.json writer takes the online result like the batch's
+    from fg_sysid.validation import model_spec, predict_efforts
+
+    spec = model_spec(res, z1, "z1")
+    assert spec["method"] == "online"
+    t = held.truth_log
+    assert np.allclose(predict_efforts(spec, z1, t.q, t.v, held.truth_acceleration),
+                       predict_efforts(res, z1, t.q, t.v, held.truth_acceleration))
     warm = heldout_report(z1_online.smoother_.result_, z1, held.log)["overall"]
     # in-class (the simulator's model class); measured: online ≈ 0.95–1.05 × batch, warm-up alone ≈ 3×
     assert online <= 1.2 * batch, (online, batch)
@@ -229,7 +238,11 @@ def test_forgetting_follows_a_payload_step(z1):
 def test_bad_samples_are_rejected_and_the_run_continues(z1, z1_logs):
     log = z1_logs[0].log
     est = OnlineEstimator(z1, lag=0.5, knot_rate=RATE, warmup=1.0)
-    feed(est, log, stop=150)
+    out = est.update(log.slice(0, 5))
+    assert not out.ready and out.theta is None and out.states["t"].size == 0  # warm-up
+    with pytest.raises(EstimationError, match="warm-up"):
+        est.result()
+    feed(est, log, start=5, stop=150)
     theta_before = est.theta_.copy()
     t_last = float(log.t[149])
     j0 = z1.joint_names[0]
