@@ -64,6 +64,7 @@ from threadpoolctl import ThreadpoolController
 
 from ..datasets.log import Log
 from ..robots import RobotModel
+from .linear_solver import SingularSystemError
 from .online_elimination import KnotChain
 from .problem import Problem
 from .result import IdentificationResult
@@ -450,7 +451,16 @@ class OnlineEstimator:
         relin = c.stale(self.max_relinearize)
         if relin:
             c.relinearize(relin)
-        c.solve(backsub=self._tail_knots + len(added), max_iterations=self.top_iterations)
+        try:
+            c.solve(backsub=self._tail_knots + len(added), max_iterations=self.top_iterations)
+        except SingularSystemError as e:
+            if c.frozen_upto >= 0 or c.n >= 4:
+                raise
+            # a new segment's first knots (after a gap) may not determine every state yet (e.g. the
+            # accelerations of joints without effort measurements): wait for the next knots
+            msgs.append(f"t={c.t_newest:.6f} s: new segment not solvable yet ({e}); waiting for more knots")
+            c.restart = 0
+            return self._empty_states()
         self._relin_count = len(relin)
         self.theta_, self.theta_cov_ = c.theta.copy(), c.theta_cov.copy()
         k = min(len(added), c.n)
