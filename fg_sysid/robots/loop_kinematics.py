@@ -98,9 +98,11 @@ class ClosureKinematics:
         return np.concatenate(out) if out else np.zeros(0)
 
     # ------------------------------------------------------------------ dependent coordinates
-    def solve_passive(self, q, dependent_v, tol: float = 1e-12, max_iter: int = 50) -> np.ndarray:
+    def solve_passive(self, q, dependent_v, tol: float = 1e-12, max_iter: int = 50,
+                      max_step: float = 0.3) -> np.ndarray:
         """q with the joints at v-indices ``dependent_v`` (1-DoF joints: q index = v index + nq − nv)
-        moved so that the closures hold (Gauss–Newton from ``q``); ClosureError when it fails."""
+        moved so that the closures hold (Gauss–Newton from ``q``, steps clipped to ``max_step`` rad so
+        that the solution stays on the seed's assembly branch); ClosureError when it fails."""
         q = np.array(q, float)
         dep_q = np.asarray(dependent_v) + (self.model.nq - self.model.nv)
         for _ in range(max_iter):
@@ -109,7 +111,8 @@ class ClosureKinematics:
                 return q
             J = self.jacobian(q)[:, dependent_v]
             step, *_ = np.linalg.lstsq(J, -r, rcond=None)
-            q[dep_q] += step
+            big = np.abs(step).max(initial=0.0)
+            q[dep_q] += step * min(1.0, max_step / big) if big > 0 else step
         r = self.residual(q)
         if np.max(np.abs(r), initial=0.0) > 1e-9:
             raise ClosureError(f"closure IK did not converge (residual {np.abs(r).max():.3g} m)")
