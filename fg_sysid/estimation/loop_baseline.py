@@ -129,7 +129,7 @@ def loop_states(robot: RobotModel, desc: LoopDescription, log: Log,
     unenc = [iv[names.index(j)] for j in desc.unencoded if names.index(j) in dep]
     q[iq[act]] = q_a[0]
     if unenc:  # first the unencoded joints with every encoder held, then all passive joints
-        q = ck.solve_passive(q, unenc, tol=1e-6, max_iter=100) if len(unenc) else q
+        q = ck.solve_passive(q, unenc, max_iter=20, strict=False)
     N = len(t)
     Q, V, A = np.empty((N, robot.model.nq)), np.empty((N, robot.nv)), np.empty((N, robot.nv))
     for k in range(N):

@@ -99,10 +99,11 @@ class ClosureKinematics:
 
     # ------------------------------------------------------------------ dependent coordinates
     def solve_passive(self, q, dependent_v, tol: float = 1e-12, max_iter: int = 50,
-                      max_step: float = 0.3) -> np.ndarray:
+                      max_step: float = 0.3, strict: bool = True) -> np.ndarray:
         """q with the joints at v-indices ``dependent_v`` (1-DoF joints: q index = v index + nq − nv)
         moved so that the closures hold (Gauss–Newton from ``q``, steps clipped to ``max_step`` rad so
-        that the solution stays on the seed's assembly branch); ClosureError when it fails."""
+        that the solution stays on the seed's assembly branch); ClosureError when it fails (``strict``;
+        otherwise the least-squares point, for over-determined seeding)."""
         q = np.array(q, float)
         dep_q = np.asarray(dependent_v) + (self.model.nq - self.model.nv)
         for _ in range(max_iter):
@@ -114,7 +115,7 @@ class ClosureKinematics:
             big = np.abs(step).max(initial=0.0)
             q[dep_q] += step * min(1.0, max_step / big) if big > 0 else step
         r = self.residual(q)
-        if np.max(np.abs(r), initial=0.0) > 1e-9:
+        if strict and np.max(np.abs(r), initial=0.0) > 1e-9:
             raise ClosureError(f"closure IK did not converge (residual {np.abs(r).max():.3g} m)")
         return q
 
