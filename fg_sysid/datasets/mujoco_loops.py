@@ -56,7 +56,8 @@ from .simulate import SimulationError, measure, perturb_inertia, truth_document
 #: Motion range [rad] of the actuated joints, by joint-name suffix (B1 legs: around the standing pose).
 MOTION_RANGES = {"crank_joint": (-1.2, 1.2), "hip_joint": (-0.3, 0.3), "thigh_joint": (0.4, 1.2),
                  "knee_motor": (-2.0, -1.0)}
-MOTION_SPEED = 4.0  # rad/s: velocity bound of the planned actuated motion
+MOTION_SPEED = 8.0  # rad/s: velocity bound of the planned actuated motion
+BASE_FREQUENCY = 0.4  # Hz: 5 harmonics up to 2 Hz
 FRICTION_RANGE = (0.5, 1.5)
 COULOMB_FRACTION = 0.05
 VISCOUS_FRACTION = 0.05
@@ -124,7 +125,7 @@ def reference_configuration(robot: RobotModel, desc: LoopDescription) -> np.ndar
     return ck.solve_passive(q, _v_index(robot)[dep])
 
 
-def plan_motion(robot: RobotModel, desc: LoopDescription, rng, base_frequency: float = 0.2,
+def plan_motion(robot: RobotModel, desc: LoopDescription, rng, base_frequency: float = BASE_FREQUENCY,
                 harmonics: int = 5) -> FourierTrajectory:
     """Random Fourier motion of the actuated joints inside `MOTION_RANGES` (module docstring)."""
     act_names = desc.actuated(robot.joint_names)
@@ -352,7 +353,7 @@ def build_loop_mujoco_model(robot: RobotModel, desc: LoopDescription, truth: dic
 
 def simulate_loop_mujoco(robot: RobotModel, desc: LoopDescription, duration: float, rate: float, noise: float,
                          seed: int, truth: dict | None = None, control_rate: float = 1000.0,
-                         stribeck_ratio: float | None = 1.5, stribeck_velocity: float = 0.1,
+                         stribeck_ratio: float | None = None, stribeck_velocity: float = 0.1,
                          timestep: float = TIMESTEP) -> LoopSimResult:
     """Out-of-class MuJoCo truth of a looped fixed-base robot (module docstring).
 
