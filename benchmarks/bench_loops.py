@@ -159,8 +159,8 @@ def run(robot_name: str, truth: str, args) -> tuple[pd.DataFrame, pd.DataFrame, 
         res, predictor = fit_loop(tr.log)
         seconds["loop-smoother"] = time.perf_counter() - t1
         preds["loop-smoother"] = predictor(st, desc, robot)
-        params["loop-smoother"] = np.array([res.estimate[list(res.names).index(n)] if n in res.names else np.nan
-                                            for n in names])
+        est = dict(zip(res.names, res.estimate, strict=True))
+        params["loop-smoother"] = np.array([est.get(n, np.nan) for n in names])
     else:
         print("  (loop-smoother: not in this fg_sysid — loops-core not merged)")
 
@@ -204,7 +204,8 @@ def plot(extra: dict, title: str, path_fig15: Path, table: pd.DataFrame, path_ba
     for r, m in enumerate(rows):
         for c, j in enumerate(joints):
             ax = axes[r, c]
-            ax.plot(t[keep], extra["u_true"][keep, c], color="tab:blue", lw=1.0, label="measured (noise-free)")
+            ax.plot(t[keep], extra["u_true"][keep, c], color="tab:blue", lw=1.0,
+                    label="measured (noise-free)")
             ax.plot(t[keep], extra["preds"][m][keep, c], color="tab:orange", lw=1.0, label="predicted")
             e = table[(table.method == m) & (table.joint == j)]["relative_%"].iloc[0]
             ax.set_title(f"{m}: {j} ({e:.1f} %)", fontsize=8)

@@ -254,8 +254,8 @@ def _check(robot, desc, duration, rate, noise):
 
 def _doc(robot, desc, truth, *, friction, noise, seed, rate, duration, controller, out_of_class, convention,
          closure_violation, simulator):
-    doc = truth_document(robot, truth, friction=friction, noise=noise, seed=seed, rate=rate, duration=duration,
-                         controller=controller, sensors={}, out_of_class=out_of_class,
+    doc = truth_document(robot, truth, friction=friction, noise=noise, seed=seed, rate=rate,
+                         duration=duration, controller=controller, sensors={}, out_of_class=out_of_class,
                          time_convention=convention)
     doc["simulator"] = simulator
     doc["loops"] = [{"name": lp.name, "frames": list(lp.frames), "type": lp.type, "axis": lp.axis}
@@ -274,8 +274,8 @@ def _given_truth(truth: dict, robot: RobotModel) -> dict:
 
 
 # ---------------------------------------------------------------------------------------------- in-class
-def simulate_loop_inclass(robot: RobotModel, desc: LoopDescription, duration: float, rate: float, noise: float,
-                          seed: int, truth: dict | None = None) -> LoopSimResult:
+def simulate_loop_inclass(robot: RobotModel, desc: LoopDescription, duration: float, rate: float,
+                          noise: float, seed: int, truth: dict | None = None) -> LoopSimResult:
     """Exact in-class log (module docstring): u = Gᵀ(RNEA_true + armature·a + fc·tanh(v/0.05) + fv·v)."""
     N = _check(robot, desc, duration, rate, noise)
     ss = np.random.SeedSequence(int(seed))
@@ -303,7 +303,8 @@ def simulate_loop_inclass(robot: RobotModel, desc: LoopDescription, duration: fl
     names = tuple(robot.joint_names)
     truth_log = Log(t=t, q=Qj, v=Vj, tau=TAU, joint_names=names,
                     source=f"simulated:{robot.name} (loops, in-class, noise-free)")
-    log = _encoded_log(robot, desc, t, Qj, Vj, TAU, noise, rng_noise, f"simulated:{robot.name} (loops, in-class)")
+    log = _encoded_log(robot, desc, t, Qj, Vj, TAU, noise, rng_noise,
+                       f"simulated:{robot.name} (loops, in-class)")
     friction = {"model": "coulomb-viscous", "velocity_scale": VELOCITY_SCALE,
                 "law": "fc·tanh(v/vs) + fv·v on actuated joints; passive joints frictionless"}
     doc = _doc(robot, desc, drawn, friction=friction, noise=noise, seed=seed, rate=rate, duration=duration,
@@ -367,8 +368,9 @@ def simulate_loop_mujoco(robot: RobotModel, desc: LoopDescription, duration: flo
     ctrl_every = int(round(1.0 / (control_rate * timestep)))
     if (log_every < 1 or abs(log_every * timestep * rate - 1) > 1e-9 or ctrl_every < 1
             or abs(ctrl_every * timestep * control_rate - 1) > 1e-9 or log_every % ctrl_every):
-        raise SimulationError(f"rate {rate:g} Hz and control rate {control_rate:g} Hz must divide the physics "
-                              f"rate {1 / timestep:g} Hz, the control rate a multiple of the log rate")
+        raise SimulationError(f"rate {rate:g} Hz and control rate {control_rate:g} Hz must divide the "
+                              f"physics rate {1 / timestep:g} Hz, the control rate a multiple of the log "
+                              f"rate")
     ss = np.random.SeedSequence(int(seed))
     rng_traj, rng_truth, rng_noise = (np.random.default_rng(s) for s in ss.spawn(3))
     traj = plan_motion(robot, desc, rng_traj)
@@ -445,13 +447,14 @@ def simulate_loop_mujoco(robot: RobotModel, desc: LoopDescription, duration: flo
                     source=f"simulated:{robot.name} (loops, MuJoCo, noise-free)")
     log = _encoded_log(robot, desc, t, Q, V, TAU, noise, rng_noise, f"simulated:{robot.name} (loops, MuJoCo)")
     used = ["MuJoCo dry friction on the actuated joints (frictionloss constraint: stiction, exact sign)",
-            f"controller at {control_rate:g} Hz with PD feedback on a nominal-model feedforward, zero-order hold",
+            f"controller at {control_rate:g} Hz with PD feedback on a nominal-model feedforward, "
+            "zero-order hold",
             "soft MuJoCo loop constraints (connect equality; violation reported)"]
     if stribeck_ratio:
         used.append(f"Stribeck hump fs/fc = {stribeck_ratio:g}, v_st = {stribeck_velocity:g} rad/s")
     friction = {"model": "mujoco-frictionloss-damping", "velocity_scale": None,
-                "law": "frictionloss = fc (dry), damping = fv, + (fs - fc) exp(-(v/v_st)^2) sign(v) on actuated "
-                       "joints; passive joints frictionless",
+                "law": "frictionloss = fc (dry), damping = fv, + (fs - fc) exp(-(v/v_st)^2) sign(v) on "
+                       "actuated joints; passive joints frictionless",
                 "stribeck_ratio": stribeck_ratio, "stribeck_velocity": stribeck_velocity}
     controller = {"kind": "constrained nominal inverse dynamics + PD", "kp": kp.tolist(), "kd": kd.tolist(),
                   "control_rate": float(control_rate), "mujoco_timestep": float(timestep),
@@ -461,8 +464,9 @@ def simulate_loop_mujoco(robot: RobotModel, desc: LoopDescription, duration: flo
                controller=controller, out_of_class=used,
                convention="tau[k] = motor torque applied at t_k (qfrc_actuator); a[k] = MuJoCo qacc at t_k",
                closure_violation=viol, simulator="mujoco")
-    return LoopSimResult(log=log, truth_log=truth_log, truth_acceleration=A, truth=doc, closure_violation=viol,
-                         trajectory=traj, desired={"q": Qd[::log_every // ctrl_every][:N]})
+    return LoopSimResult(log=log, truth_log=truth_log, truth_acceleration=A, truth=doc,
+                         closure_violation=viol, trajectory=traj,
+                         desired={"q": Qd[::log_every // ctrl_every][:N]})
 
 
 # ---------------------------------------------------------------------------------------------- output

@@ -99,7 +99,8 @@ def loop_states(robot: RobotModel, desc: LoopDescription, log: Log,
     tau_raw = np.asarray(log.tau, float)[:, tau_cols]
     if not np.all(np.isfinite(tau_raw)):
         bad = [j for j, c in zip(act_names, tau_raw.T, strict=True) if not np.all(np.isfinite(c))]
-        raise LoopBaselineError(f"log {log.source!r}: effort of actuated joint(s) {bad} missing or not finite")
+        raise LoopBaselineError(f"log {log.source!r}: effort of actuated joint(s) {bad} missing or not "
+                                f"finite")
     t = np.asarray(log.t, float)
     dt = float(np.median(np.diff(t)))
     rate = 1.0 / dt
@@ -311,6 +312,6 @@ def serial_states(serial_robot: RobotModel, loop_robot: RobotModel, states: Loop
     return states.q[:, sel_q], states.v[:, sel_v], states.a[:, sel_v]
 
 
-__all__ = ["ConstraintEliminationLS", "LoopBaselineError", "LoopLSResult", "LoopStates", "constrained_regressor",
-           "full_regressor", "loop_states", "nominal_parameters", "parameter_names", "predict_loop_efforts",
-           "serial_log", "serial_states"]
+__all__ = ["ConstraintEliminationLS", "LoopBaselineError", "LoopLSResult", "LoopStates",
+           "constrained_regressor", "full_regressor", "loop_states", "nominal_parameters",
+           "parameter_names", "predict_loop_efforts", "serial_log", "serial_states"]

@@ -128,7 +128,8 @@ class ClosureKinematics:
         Ju, Ja = J[:, dep], J[:, ind]
         if Ju.shape[0] != Ju.shape[1]:
             raise ClosureError(f"{Ju.shape[0]} closure rows for {Ju.shape[1]} dependent joints: the "
-                               f"elimination needs as many as there are passive joints (paper 000 Assumption 1)")
+                               f"elimination needs as many as there are passive joints "
+                               f"(paper 000 Assumption 1)")
         cond = np.linalg.cond(Ju)
         if not np.isfinite(cond) or cond > 1e8:
             raise ClosureError(f"closure Jacobian of the passive joints is singular (cond {cond:.3g}): "

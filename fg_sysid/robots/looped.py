@@ -279,7 +279,8 @@ def b1_fourbar_urdf(legs=LEGS, name: str = "b1_fourbar"):
 
 
 def _b1_actuation(legs) -> dict:
-    return {"gear_ratios": {f"{leg}_{j}": 1.0 for leg in legs for j in ("hip_joint", "thigh_joint", "knee_motor")},
+    motors = ("hip_joint", "thigh_joint", "knee_motor")
+    return {"gear_ratios": {f"{leg}_{j}": 1.0 for leg in legs for j in motors},
             "passive": [f"{leg}_{j}" for leg in legs for j in ("calf_joint", "rod_joint")],
             "unencoded": [f"{leg}_rod_joint" for leg in legs]}
 
