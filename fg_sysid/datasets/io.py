@@ -316,7 +316,8 @@ def read_log(path: str | os.PathLike, robot: RobotModel, locked_values: dict | N
             f"robot {robot.name!r} joints: {robot_joints}"
             + (f"; locked: {list(locked)}" if locked else "")
         )
-    missing_q = [j for j in robot_joints if f"q.{j}" not in df.columns]
+    unencoded = set(robot.actuation.unencoded) if robot.actuation is not None else set()  # closed loops
+    missing_q = [j for j in robot_joints if f"q.{j}" not in df.columns and j not in unencoded]
     if missing_q:
         raise LogError(
             f"{path}: missing position column 'q.{missing_q[0]}' for robot joint {missing_q[0]!r} "
@@ -339,6 +340,9 @@ def read_log(path: str | os.PathLike, robot: RobotModel, locked_values: dict | N
     q = np.empty((N, n))
     for i, j in enumerate(robot_joints):
         col = f"q.{j}"
+        if j in unencoded and col not in df.columns:  # no encoder: states from the loop closures
+            q[:, i] = np.nan
+            continue
         q[:, i] = _numeric(df, col, path)
         _check_finite(q[:, i], col, path)
         _check_bound(q[:, i], col, path, MAX_ABS_Q, "rad|m")
@@ -346,7 +350,7 @@ def read_log(path: str | os.PathLike, robot: RobotModel, locked_values: dict | N
     v_present = [j for j in robot_joints if f"v.{j}" in df.columns]
     v = None
     if v_present:
-        missing_v = [j for j in robot_joints if j not in v_present]
+        missing_v = [j for j in robot_joints if j not in v_present and j not in unencoded]
         if missing_v:
             raise LogError(
                 f"{path}: velocity column 'v.{missing_v[0]}' missing (all missing: {missing_v}); "
@@ -355,6 +359,9 @@ def read_log(path: str | os.PathLike, robot: RobotModel, locked_values: dict | N
         v = np.empty((N, n))
         for i, j in enumerate(robot_joints):
             col = f"v.{j}"
+            if j not in v_present:  # unencoded joint
+                v[:, i] = np.nan
+                continue
             v[:, i] = _numeric(df, col, path)
             _check_finite(v[:, i], col, path)
             _check_bound(v[:, i], col, path, MAX_ABS_V, "rad/s|m/s")
@@ -380,6 +387,8 @@ def read_log(path: str | os.PathLike, robot: RobotModel, locked_values: dict | N
         _check_finite(x, col, path)
         _check_bound(x, col, path, MAX_ABS_TAU, "N·m|N")
         tau[:, i] = x
+    if robot.actuation is not None:  # passive joints of a closed loop have no effort by design
+        not_measured = [j for j in not_measured if j not in robot.actuation.passive]
     if not_measured:
         warnings.warn(f"{path}: effort not measured (column absent or all NaN) for joint(s): "
                       + ", ".join(not_measured), stacklevel=2)
@@ -542,7 +551,8 @@ def load_log_for_robot(
         columns = list(_read_table(path).columns)
     columns = [str(c).strip() for c in columns]
     logged = {j for j in log_joint_names(columns) if f"q.{j}" in columns}
-    absent = [j for j in robot.joint_names if j not in logged]
+    unencoded = robot.actuation.unencoded if robot.actuation is not None else ()
+    absent = [j for j in robot.joint_names if j not in logged and j not in unencoded]  # (closed loops)
     if absent and len(absent) == len(robot.joint_names):
         raise LogError(
             f"{path}: no position column matches a joint of robot {robot.name!r}; the log's joints: "

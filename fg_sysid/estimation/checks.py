@@ -90,6 +90,9 @@ def check_data(robot: RobotModel, log: Log, velocity_scale: float = 0.05) -> Dat
     measured = [j for j, m in zip(names, log.tau_measured, strict=True) if m]
     zero = [j for i, j in enumerate(names) if j in measured and not np.any(tau[:, i])]
     q = np.asarray(log.q, float)
+    if robot.loops and np.isnan(q).any():  # closed loops: unencoded joints (NaN columns) are not checked
+        enc = ~np.all(np.isnan(q), axis=0)
+        names, q = [j for j, e in zip(names, enc, strict=True) if e], q[:, enc]
     rng = (np.percentile(q, 99, axis=0) - np.percentile(q, 1, axis=0)) if N else np.zeros(len(names))
     sigma = np.nan_to_num(highfreq_noise_std(q), nan=0.0) if N else np.zeros(len(names))
     moving = [j for j, r, s in zip(names, rng, sigma, strict=True)
@@ -120,7 +123,7 @@ def check_data(robot: RobotModel, log: Log, velocity_scale: float = 0.05) -> Dat
         out.warnings.append(f"joint(s) that do not move (range below {MIN_JOINT_RANGE:g} rad|m or "
                             f"{NOISE_RANGE_FACTOR:g}x noise): {', '.join(still)}; what only their motion "
                             "reveals (their friction, armature) stays at the prior")
-    if robot.floating_base or out.problems or not measured:
+    if robot.floating_base or robot.loops or out.problems or not measured:  # (tree regressor only)
         return out
     # small dense algebra: one BLAS thread (multithreaded BLAS on a busy machine is 50x slower here)
     with threadpool_limits(1, "blas"):

@@ -32,7 +32,7 @@ from ..factors.manifold import ConfigurationSpace
 from ..layout import ParameterLayout
 from ..parameterizations import warn_if_inconsistent
 from ..robots import RobotModel
-from . import terms
+from . import loop_terms, terms
 from .noise import highfreq_noise_std, savgol_derivatives
 from .problem import Problem, retract_states
 from .result import IdentificationResult
@@ -138,6 +138,9 @@ class JointSmoother:
             raise ValueError(f"solver must be 'structured' or 'gtsam', not {self.solver!r}")
         if robot.floating_base:
             raise EstimationError("floating-base robots are not supported by this smoother yet")
+        if robot.loops:  # closed loops (issue 11): unencoded joints filled in from the closures
+            log = loop_terms.prepare_log(robot, log)
+            self._loops = loop_terms.closures(robot)
         stride = max(int(self.knot_stride), 1)
         idx = np.arange(0, log.n_samples, stride)
         if idx.size < 4:
@@ -173,7 +176,7 @@ class JointSmoother:
         # and θ from that baseline's least-squares estimate, mapped into the parameterization (bodies
         # outside the physically consistent set are projected onto it, `layout.to_theta_projected`)
         window_s, order, p_init, ls_rms = 0.05, 3, None, {}
-        if self.init == "ls-sg" and np.any(log.tau_measured):
+        if self.init == "ls-sg" and np.any(log.tau_measured) and not robot.loops:  # (tree baseline)
             from .baseline import LeastSquaresSG
 
             try:
@@ -209,6 +212,8 @@ class JointSmoother:
         self.noise_ = noise = self._noise_levels(log, idx, a0, ls_rms)
         prior_mean_phys = None if self.prior_mean is None else np.asarray(self.prior_mean, float)
         theta_bar, theta_std = layout.prior(self.prior_relative, mean_physical=prior_mean_phys)
+        if robot.loops:  # passive joints have no rotor
+            theta_bar, theta_std = loop_terms.adjust_prior(robot, layout, theta_bar, theta_std)
         self._theta_bar, self._theta_std = theta_bar, theta_std
         theta = theta_bar.copy()
         if p_init is not None:
@@ -217,7 +222,10 @@ class JointSmoother:
                 self._log("initial θ: least-squares blocks outside the physically valid set, projected onto "
                           "it or (when not representable) set to the prior mean: " + ", ".join(replaced))
         self.problem_ = self._build_problem(noise)
-        x = self._kinematic_init((q0, v0, a0), noise)
+        if robot.loops:  # closures in the initial states, then the closure forces λ
+            x = loop_terms.init_forces(self, loop_terms.kinematic_init(self, (q0, v0, a0), noise), theta)
+        else:
+            x = self._kinematic_init((q0, v0, a0), noise)
         history: list[dict] = []
         # later rounds re-estimate the effort noise from the inverse-dynamics residuals (IRLS: model
         # errors of real robots show up there), never below the high-frequency estimate
@@ -230,7 +238,7 @@ class JointSmoother:
             if rnd < rounds - 1:
                 # IRLS: the effort noise that the residuals show (model error of a real robot shows up
                 # there), between the high-frequency estimate and twice the classical fit's residual
-                r = self._id.evaluate(*x, self._taum, theta, jacobians=False).r
+                r = self._id_residual(x, theta)
                 rms = np.sqrt(np.sum((r * self._tau_mask) ** 2, axis=0)
                               / np.maximum(self._tau_mask.sum(axis=0), 1))
                 new_tau = np.clip(rms[iv], tau_target, np.maximum(tau_target, noise.tau_cap))
@@ -240,6 +248,9 @@ class JointSmoother:
                 self.problem_ = self._build_problem(noise)
                 if change < 0.05:
                     break
+        if robot.loops:  # closures and passive rows to 1e-9 (augmented Lagrangian)
+            x, theta, hist = loop_terms.finalize(self, x, theta)
+            history += hist
         # marginal covariance of θ at the solution (undamped Schur complement)
         cov = self._lm.covariance(self.problem_, x, theta)
         self.states_ = x  # final knot states (q, v, a), the problem's variables with θ = result_.theta
@@ -248,8 +259,9 @@ class JointSmoother:
             layout=layout, theta=theta, theta_cov=cov, theta_prior=(theta_bar, theta_std),
             t=t, q=x[0], v=x[1], a=x[2], history=history, converged=converged, seconds=seconds,
             noise=noise.as_dict(), method="smoother", knots=int(idx.size),
-            id_residual=self._id.evaluate(*x, self._taum, theta, jacobians=False).r * self._tau_mask,
+            id_residual=self._id_residual(x, theta) * self._tau_mask,
             measured_joints=[j for j, m in zip(robot.joint_names, log.tau_measured, strict=True) if m],
+            extras=loop_terms.summary_extras(self, theta) if robot.loops else None,  # closed loops
         )
         return self
 
@@ -300,7 +312,10 @@ class JointSmoother:
         """The fixed-base term set (paper 004 eq. 1) at the given noise levels."""
         nv = self.robot.nv
         iv = self.robot.joint_index_v()
-        problem = Problem(self._space, (("q", nv), ("v", nv), ("a", nv)), self.layout_.n)
+        blocks = (("q", nv), ("v", nv), ("a", nv))
+        if self.robot.loops:  # closure forces λ (issue 11)
+            blocks += loop_terms.extra_blocks(self.robot)
+        problem = Problem(self._space, blocks, self.layout_.n)
         wq = np.zeros(nv)
         wq[iv] = 1.0 / noise.q
         problem.add(terms.encoders(problem, self._qm, wq))
@@ -318,7 +333,16 @@ class JointSmoother:
         problem.add(terms.parameter_prior(self._theta_bar, self._theta_std))
         if self._energy_log is not None:
             problem.add(self._energy_term(problem, noise))
+        if self.robot.loops:  # closed loops (issue 11): `loop_terms.finish_problem`
+            problem = loop_terms.finish_problem(problem, self, noise)
         return self._add_extra_terms(problem)
+
+    def _id_residual(self, x, theta) -> np.ndarray:
+        """Inverse-dynamics residual (N, nv) at the knot states x (with the closure forces of looped
+        robots)."""
+        if self.robot.loops:
+            return loop_terms.id_residual(self, x, theta)
+        return self._id.evaluate(*x, self._taum, theta, jacobians=False).r
 
     def _energy_term(self, problem: Problem, noise: NoiseLevels):
         """`terms.energy` over every knot interval: measured input work between the knots (trapezoid over

@@ -29,7 +29,8 @@ DEFAULT_FRICTION_MODEL = "coulomb-viscous"
 
 #: Fields describing sensors, contacts and priors; carried over unchanged by `RobotModel.lock`.
 _META_FIELDS = ("contact_frames", "contact_types", "contact_radius", "imu_frame", "symmetry_pairs",
-                "symmetry_plane", "total_mass", "spec_path")
+                "symmetry_plane", "total_mass", "spec_path",
+                "loops", "actuation")  # closed loops (issue 11): `fg_sysid.robots.loops`
 
 #: Suffixes of the 10 inertial parameters of a body, in Pinocchio's dynamic-parameter order.
 INERTIAL_SUFFIXES = ("m", "mcx", "mcy", "mcz", "ixx", "ixy", "iyy", "ixz", "iyz", "izz")
@@ -62,6 +63,9 @@ class RobotModel:
             ``coulomb-viscous`` (see `joint_friction_models`).
         total_mass: known total mass [kg], or None.
         spec_path: the robot spec file (YAML) the model was built from, if any.
+        loops: closures of the tree (`fg_sysid.robots.loops.LoopClosure`), () for a tree robot.
+        actuation: `fg_sysid.robots.loops.Actuation` (gear ratios, passive and unencoded joints), or
+            None (every joint actuated, gear 1, encoded).
     """
 
     name: str
@@ -82,6 +86,8 @@ class RobotModel:
     friction_models: tuple[str, ...] = ()
     total_mass: float | None = None
     spec_path: Path | None = None
+    loops: tuple = ()
+    actuation: object | None = None
 
     # ------------------------------------------------------------------ construction
     @classmethod
@@ -218,6 +224,8 @@ class RobotModel:
                 changes[key] = tuple(changes[key])
         if "symmetry_pairs" in changes:
             changes["symmetry_pairs"] = tuple(tuple(p) for p in changes["symmetry_pairs"])
+        if "loops" in changes:
+            changes["loops"] = tuple(changes["loops"])
         out = dataclasses.replace(self, **changes)
         out._validate_metadata()
         return out
@@ -245,6 +253,10 @@ class RobotModel:
             raise RobotError(f"{who}: contact_radius must be >= 0, got {self.contact_radius}")
         if self.total_mass is not None and not (np.isfinite(self.total_mass) and self.total_mass > 0):
             raise RobotError(f"{who}: total_mass must be > 0, got {self.total_mass}")
+        if self.loops or self.actuation is not None:  # closed loops (issue 11)
+            from .loops import validate_loops
+
+            validate_loops(self, who)
 
     # ------------------------------------------------------------------ contacts, symmetry, friction
     def joint_friction_models(self) -> tuple[str, ...]:
@@ -361,6 +373,12 @@ class RobotModel:
             lines.append(f"  total mass: {self.total_mass:g} kg (known)")
         if self.spec_path is not None:
             lines.append(f"  spec: {self.spec_path}")
+        for c in self.loops:
+            lines.append(f"  loop {c.name}: {c.frames[0]} = {c.frames[1]} ({c.type}"
+                         + (f", axis {c.axis})" if c.axis else ")"))
+        if self.actuation is not None and (self.actuation.passive or self.actuation.unencoded):
+            lines.append(f"  passive: {', '.join(self.actuation.passive) or '-'}; unencoded: "
+                         f"{', '.join(self.actuation.unencoded) or '-'}")
         return "\n".join(lines)
 
     def warn_locked(self, reason: str) -> None:

@@ -13,6 +13,9 @@ Format (every key is documented in docs/robot-spec.md)::
     friction: {default: coulomb-viscous, joints: {FL_hip_joint: none}}
     locked_joints: {jointGripper: 0.0}    # value in rad / m, or null for the neutral position
     total_mass: 50.0              # kg
+    loops:                        # closed loops: frames of the tree that coincide (issue 11)
+      - {name: knee, frames: [rod_tip, calf_pin], type: point3d}   # point3d | 6d | planar (+ axis)
+    actuation: {gear_ratios: {knee_motor: 10.0}, passive: [calf_joint, rod_joint], unencoded: [rod_joint]}
 
 `RobotSpec.from_file` checks the file's structure (keys, types, enumerations); `RobotSpec.build` builds
 the `RobotModel` and checks the names against it (frames, joints, symmetry prefixes). Every error is a
@@ -35,7 +38,7 @@ from .model import CONTACT_TYPES, DEFAULT_FRICTION_MODEL, FRICTION_MODELS, Robot
 BASE_TYPES = ("floating", "fixed")
 SYMMETRY_PLANES = ("xz", "yz", "xy")
 SPEC_KEYS = ("name", "urdf", "catalog", "base", "imu_frame", "contacts", "contact_radius", "symmetry",
-             "friction", "locked_joints", "total_mass")
+             "friction", "locked_joints", "total_mass", "loops", "actuation")
 _CONTACT_KEYS = ("frame", "type")
 _SYMMETRY_KEYS = ("pairs", "plane")
 _FRICTION_KEYS = ("default", "joints")
@@ -66,6 +69,8 @@ class RobotSpec:
     friction_joints: dict = field(default_factory=dict)
     locked_joints: dict = field(default_factory=dict)
     total_mass: float | None = None
+    loops: tuple = ()  # `fg_sysid.robots.loops.LoopClosure`s
+    actuation: object | None = None  # `fg_sysid.robots.loops.Actuation`
     path: Path | None = field(default=None, compare=False)
 
     # ------------------------------------------------------------------ parsing
@@ -174,11 +179,15 @@ class RobotSpec:
             if mass <= 0:
                 raise err(f"key 'total_mass': must be > 0 (kg), got {mass}")
 
+        from .loops import parse_actuation, parse_loops  # closed loops (issue 11)
+
+        loops = parse_loops(data.get("loops"), err)
+        actuation = parse_actuation(data.get("actuation"), err)
         return cls(
             name=name, urdf=urdf_path, catalog=catalog, floating_base=floating, imu_frame=imu,
             contacts=contacts, contact_radius=radius, symmetry_pairs=pairs, symmetry_plane=plane,
             friction_default=fdefault, friction_joints=fjoints, locked_joints=dict(locked), total_mass=mass,
-            path=path,
+            loops=loops, actuation=actuation, path=path,
         )
 
     # ------------------------------------------------------------------ writing
@@ -209,6 +218,10 @@ class RobotSpec:
             out["locked_joints"] = dict(self.locked_joints)
         if self.total_mass is not None:
             out["total_mass"] = self.total_mass
+        if self.loops:
+            out["loops"] = [c.to_dict() for c in self.loops]
+        if self.actuation is not None:
+            out["actuation"] = self.actuation.to_dict()
         return out
 
     def save(self, path: str | Path) -> Path:
@@ -285,6 +298,10 @@ class RobotSpec:
                                             for j in robot.joint_names)
         if self.total_mass is not None:
             meta["total_mass"] = float(self.total_mass)
+        if self.loops:
+            meta["loops"] = tuple(self.loops)
+        if self.actuation is not None:
+            meta["actuation"] = self.actuation
         try:
             robot = robot.with_metadata(**meta)
             robot.symmetry_map()  # partners exist for every prefixed name

@@ -1,0 +1,341 @@
+"""Closed kinematic loops in the estimation core (issue 11): terms, knot block λ and the smoother hooks.
+
+A looped robot (``robot.loops``; `fg_sysid.robots.loops`) is estimated on its spanning tree with, per
+knot, the closure forces λ_k as an extra knot-state block ``"lam"`` (one component per closure row,
+like the contact forces of the floating smoother) and these terms (paper 004 eqs. 16–21):
+
+* ``loop_position`` — φ(q_k) = 0 (constraint, σ_c ``sigma_position`` [m | rad]);
+* ``loop_velocity`` / ``loop_acceleration`` — G v_k = 0, G a_k + Ġ v_k = 0 (constraints): together with
+  the position level they make the state consistent without any Baumgarte term at the solution;
+* ``inverse_dynamics`` — actuated rows of M a + h + A a + τ_f − Gᵀλ − τ̂ against the logged joint-side
+  efforts (measurement, 1/σ_τ); ``passive_dynamics`` — the same rows of passive joints = 0 (constraint);
+* ``loop_force_prior`` — a wide prior λ ≈ 0 (std ``sigma_lam``) that only fixes closure-force
+  components no row determines (the out-of-plane row of a ``point3d`` closure of a planar linkage).
+
+Unencoded joints get zero encoder weight; their states come from the closures. Motor-side armature and
+friction act on the actuated joint's coordinate of the tree (the tree's armature and friction
+parameters of that joint), so the closure reflects them to the driven joint through the transmission
+Jacobian automatically (paper 004 Fig. 13 d); `motor_parameters` reports them on the motor side with
+the gear ratio N (I_m = A / N², f_m = f / N). Passive joints have no rotor: their armature is held at
+~0 by the prior (`adjust_prior`).
+
+`JointSmoother` calls `prepare_log`, `finish_problem`, `kinematic_init`, `init_forces`,
+`id_residual` and `finalize` behind ``if robot.loops`` (fixed-base tree robots are unchanged).
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+
+from ..datasets.log import Log
+from ..factors.loops import LoopClosures
+from ..robots.loops import actuation_of, encoded_mask, gear_ratios, passive_mask
+from . import terms
+from .problem import Problem, Residual, Term, theta_dependent
+
+#: default σ_c of the constraints (SI units) at augmented-Lagrangian scale 1
+SIGMA_POSITION = 1e-5  # m | rad
+SIGMA_VELOCITY = 1e-4  # m/s | rad/s
+SIGMA_ACCELERATION = 1e-2  # m/s² | rad/s²
+SIGMA_PASSIVE = 1e-3  # N·m
+#: tolerance the final augmented-Lagrangian rounds drive the constraints to (SI units)
+CONSTRAINT_TOL = 1e-9
+
+
+def closures(robot) -> LoopClosures:
+    return LoopClosures(robot.model, robot.loops)
+
+
+def extra_blocks(robot) -> tuple:
+    """The knot-state block of the closure forces: (("lam", rows of all closures),)."""
+    return (("lam", int(sum(c.rows for c in robot.loops))),)
+
+
+# ---------------------------------------------------------------------------------------------- log
+def project_configurations(L: LoopClosures, q_meas: np.ndarray, w_meas: np.ndarray, q_start=None,
+                           iterations: int = 20, penalty: float = 1e6) -> np.ndarray:
+    """Per sample, the configuration closest to the measured one (weights ``w_meas`` (nv,), 0 for
+    unencoded joints) that closes the loops: Gauss–Newton on [w (q − q̂); √penalty φ(q)], warm-started
+    from the previous sample (the first from ``q_start`` or q̂ with unencoded joints at 0)."""
+    q_meas = np.asarray(q_meas, float)
+    n, nv = q_meas.shape
+    out = np.empty_like(q_meas)
+    q = np.where(np.isfinite(q_meas[0]), q_meas[0], 0.0) if q_start is None else np.asarray(q_start, float)
+    qm = np.where(np.isfinite(q_meas), q_meas, 0.0)
+    W = np.diag(w_meas)
+    sp = np.sqrt(penalty)
+    for k in range(n):
+        for _ in range(iterations):
+            phi, J = L.position(q[None])
+            A = np.vstack([W, sp * J[0]])
+            b = np.concatenate([W @ (q - qm[k]), sp * phi[0]])
+            dq = np.linalg.lstsq(A, -b, rcond=None)[0]
+            q = q + dq
+            if np.abs(dq).max() < 1e-12:
+                break
+        out[k] = q
+    return out
+
+
+def prepare_log(robot, log: Log) -> Log:
+    """The log with the unencoded joints' positions filled in from the closures (for the initial
+    trajectory; the encoders term gives them zero weight). Velocity columns of unencoded joints, if any,
+    are filled by differencing."""
+    enc = encoded_mask(robot)
+    if enc.all():
+        return log
+    L = closures(robot)
+    w = enc.astype(float) / np.maximum(np.nanstd(np.where(enc[None], log.q, np.nan), axis=0), 1e-3)
+    w = np.where(enc, 1.0, 0.0) if not np.all(np.isfinite(w)) else np.nan_to_num(w)
+    qp = project_configurations(L, np.where(enc[None], log.q, np.nan), w)
+    q = np.where(enc[None], log.q, qp)
+    v = log.v
+    if v is not None:
+        v = np.where(enc[None], v, np.gradient(qp, log.t, axis=0))
+    import dataclasses
+
+    return dataclasses.replace(log, q=q, v=v)
+
+
+# ---------------------------------------------------------------------------------------------- terms
+def loop_kinematics(problem: Problem, L: LoopClosures, sigma_position=SIGMA_POSITION,
+                    sigma_velocity=SIGMA_VELOCITY, sigma_acceleration=SIGMA_ACCELERATION) -> list:
+    """Closure constraints at position, velocity and acceleration level (knot terms)."""
+    nv = L.nv
+
+    def state_J(n, m, parts):
+        return problem.state_jacobian(n, m, parts)
+
+    def position(ev, jac):
+        r, Jq = L.position(ev.q, jac)
+        return Residual(r, None if Jq is None else state_J(r.shape[0], r.shape[1], {"q": Jq}))
+
+    def motion(ev):
+        return ev.cached("loop_motion", lambda: L.motion(ev.q, ev.v, ev.a, ev.jacobians))
+
+    def velocity(ev, jac):
+        mo = motion(ev)
+        if not jac:
+            return Residual(mo.cv)
+        return Residual(mo.cv, state_J(*mo.cv.shape, {"q": mo.cv_q, "v": mo.cv_v}))
+
+    def acceleration(ev, jac):
+        mo = motion(ev)
+        if not jac:
+            return Residual(mo.ca)
+        return Residual(mo.ca, state_J(*mo.ca.shape, {"q": mo.ca_q, "v": mo.ca_v, "a": mo.ca_a}))
+
+    del nv
+    return [Term("loop_position", "knot", "constraint", position, sigma=sigma_position),
+            Term("loop_velocity", "knot", "constraint", velocity, sigma=sigma_velocity),
+            Term("loop_acceleration", "knot", "constraint", acceleration, sigma=sigma_acceleration)]
+
+
+def loop_dynamics(problem: Problem, id_residual, L: LoopClosures, tau_meas, w_act, actuated, passive,
+                  sigma_passive=SIGMA_PASSIVE) -> list:
+    """Inverse dynamics with the closure forces, r = M a + h + A a + τ_f − G(q)ᵀλ − τ̂ (paper 004 eq. 21,
+    `factors.loops.LoopClosures.generalized_force`), evaluated once per linearization: the actuated rows
+    (velocity indices ``actuated``) are a measurement with weights ``w_act`` (N, n_act) = mask/σ_τ, the
+    passive rows (``passive``) a constraint r = 0 (their τ̂ is 0), σ_c ``sigma_passive`` [N·m]."""
+    act, pas = np.asarray(actuated, int), np.asarray(passive, int)
+
+    def full(ev):
+        def compute():
+            lam = ev.x[3]
+            tc, dtc_dq, dtc_dl = L.generalized_force(ev.q, lam, ev.jacobians)
+            lin = id_residual.evaluate(ev.q, ev.v, ev.a, ev.rows(tau_meas), ev.theta, ev.jacobians,
+                                       external=tc)
+            if not ev.jacobians:
+                return lin.r, None, None
+            n, nv = lin.r.shape
+            J = problem.state_jacobian(n, nv, {"q": lin.Jq - dtc_dq, "v": lin.Jv, "a": lin.Ja,
+                                               "lam": -dtc_dl})
+            return lin.r, J, lin.Jtheta
+        return ev.cached("loop_id", compute)
+
+    @theta_dependent
+    def actuated_rows(ev, jac):
+        r, J, Jt = full(ev)
+        if not jac:
+            return Residual(r[:, act], w=ev.rows(w_act))
+        return Residual(r[:, act], J[:, act], Jt=Jt[:, act], w=ev.rows(w_act))
+
+    @theta_dependent
+    def passive_rows(ev, jac):
+        r, J, Jt = full(ev)
+        if not jac:
+            return Residual(r[:, pas])
+        return Residual(r[:, pas], J[:, pas], Jt=Jt[:, pas])
+
+    out = [Term("inverse_dynamics", "knot", "measurement", actuated_rows)]
+    if pas.size:
+        out.append(Term("passive_dynamics", "knot", "constraint", passive_rows, sigma=sigma_passive))
+    return out
+
+
+def force_prior(problem: Problem, sigma_lam: float) -> Term:
+    """Wide prior λ ≈ 0 [N | N·m] (std ``sigma_lam``): fixes only components no row determines."""
+    sl = problem.slices["lam"]
+    n_lam = sl.stop - sl.start
+
+    def evaluate(ev, jac):
+        lam = ev.x[3]
+        J = None
+        if jac:
+            J = np.zeros((lam.shape[0], n_lam, problem.nx))
+            J[:, :, sl] = np.eye(n_lam)
+        return Residual(lam, J, w=1.0 / sigma_lam)
+
+    return Term("loop_force_prior", "knot", "prior", evaluate, constant=True)
+
+
+def force_scale(robot) -> float:
+    """Std of the λ prior: 100 × the robot's weight [N] (wide: a bias below 1e-4 of typical forces)."""
+    m = float(sum(robot.model.inertias[j].mass for j in range(1, robot.model.njoints)))
+    return 100.0 * 9.81 * max(m, 0.1)
+
+
+# ------------------------------------------------------------------------------------------ smoother hooks
+def adjust_prior(robot, layout, theta_bar, theta_std):
+    """Passive joints have no rotor: armature prior mean at the floor (1e-9 kg·m²) with a tight std."""
+    pas = passive_mask(robot)
+    if not pas.any():
+        return theta_bar, theta_std
+    theta_bar, theta_std = theta_bar.copy(), theta_std.copy()
+    idx = np.arange(layout.s_armature.start, layout.s_armature.stop)[pas]
+    theta_bar[idx] = layout.armature.to_theta(np.full(idx.size, layout.armature.FLOOR))
+    theta_std[idx] = 1e-6
+    return theta_bar, theta_std
+
+
+def finish_problem(problem: Problem, smoother, noise) -> Problem:
+    """Turn the tree term set of `JointSmoother._build_problem` into the looped one (module docstring):
+    zero encoder/velocity weights of unencoded joints, the loop inverse-dynamics rows in place of the
+    tree's, closure constraints and the λ prior."""
+    robot = smoother.robot
+    nv = robot.nv
+    iv = robot.joint_index_v()
+    enc = encoded_mask(robot)
+    pas = passive_mask(robot)
+    L = smoother._loops
+    old = {t.name: t for t in problem.terms}
+    replaced = ("encoders", "velocities", "inverse_dynamics", "energy")
+    keep = [t for t in problem.terms if t.name not in replaced]
+    if "energy" in old:
+        warnings.warn("energy observations are not available for looped robots: left out", stacklevel=3)
+    problem.terms = []
+    wq = np.zeros(nv)
+    wq[iv] = np.where(enc, 1.0 / noise.q, 0.0)
+    problem.add(terms.encoders(problem, smoother._qm, wq))
+    if "velocities" in old:
+        wv = np.zeros(nv)
+        wv[iv] = np.where(enc, 1.0 / noise.v, 0.0)
+        problem.add(terms.velocities(problem, smoother._vm, wv))
+    act_v, pas_v = iv[~pas], iv[pas]
+    wt = np.zeros(nv)
+    wt[iv] = 1.0 / noise.tau
+    w_act = (smoother._tau_mask * wt[None, :])[:, act_v]
+    for t in loop_dynamics(problem, smoother._id, L, smoother._taum, w_act, act_v, pas_v):
+        problem.add(t)
+    for t in keep:
+        problem.add(t)
+    for t in loop_kinematics(problem, L):
+        problem.add(t)
+    problem.add(force_prior(problem, force_scale(robot)))
+    return problem
+
+
+def init_forces(smoother, x, theta) -> tuple:
+    """λ_k by weighted least squares on the inverse-dynamics rows at the current states and θ (actuated
+    rows 1/σ_τ, passive rows 1/σ_c), with the λ prior as damping; returns x with the new λ block."""
+    robot = smoother.robot
+    q, v, a = x[:3]
+    L = smoother._loops
+    r0 = smoother._id.evaluate(q, v, a, smoother._taum, theta, jacobians=False).r  # (N, nv), λ = 0
+    G = L.motion(q, v, a, True).cv_v  # (N, m, nv)
+    iv = robot.joint_index_v()
+    pas = passive_mask(robot)
+    w = np.zeros(robot.nv)
+    w[iv] = np.where(pas, 1.0 / SIGMA_PASSIVE, 1.0 / np.asarray(smoother.noise_.tau, float))
+    W = smoother._tau_mask * w[None] if not pas.any() else np.where(
+        np.isin(np.arange(robot.nv), iv[pas])[None], w[None], smoother._tau_mask * w[None])
+    GW = G * (W ** 2)[:, None, :]
+    H = GW @ np.transpose(G, (0, 2, 1)) + np.eye(L.m)[None] / force_scale(robot) ** 2
+    lam = np.linalg.solve(H, np.einsum("nmv,nv->nm", GW, r0)[..., None])[..., 0]
+    return (q, v, a, lam)
+
+
+def kinematic_init(smoother, x, noise, iterations: int = 4) -> tuple:
+    """Initial states consistent with the integration factors **and the closures**: the smoother's
+    linear kinematic initialization (encoders, integration, pseudo-accelerations) plus the closure
+    constraints, a few Gauss–Newton steps (the closures are nonlinear), then λ by `init_forces`."""
+    q, v, a = x
+    a_ref = a.copy()
+    wa = 1.0 / np.maximum(np.sqrt(np.mean(a_ref ** 2, axis=0)), 1e-3)
+    kin = smoother._build_problem(noise)
+    kin.terms = [t for t in kin.terms if t.name not in ("inverse_dynamics", "passive_dynamics",
+                                                        "parameter_prior", "energy")]
+    kin.add(terms.pseudo_accelerations(kin, a_ref, wa))
+    lam = np.zeros((q.shape[0], kin.slices["lam"].stop - kin.slices["lam"].start))
+    xs = (q, v, a, lam)
+    for _ in range(iterations):
+        step = smoother._lm.linear_solve(kin.linearize(xs, smoother._theta_bar, freeze_theta=True), 0.0)
+        xs = kin.retract(xs, step.dx)
+    return xs
+
+
+def id_residual(smoother, x, theta) -> np.ndarray:
+    """Full inverse-dynamics residual (N, nv) with the closure forces: M a + h + A a + τ_f − Gᵀλ − τ̂."""
+    tc = smoother._loops.generalized_force(x[0], x[3], False)[0]
+    return smoother._id.evaluate(*x[:3], smoother._taum, theta, jacobians=False, external=tc).r
+
+
+def finalize(smoother, x, theta) -> tuple:
+    """Augmented-Lagrangian rounds that drive the closures and the passive rows to `CONSTRAINT_TOL`;
+    stores the worst violation per constraint term in ``smoother.constraints_``."""
+    lm = smoother._lm
+    x, theta, hist, viol, rounds = lm.augmented_lagrangian(smoother.problem_, x, theta, rounds=30,
+                                                           constraint_tol=CONSTRAINT_TOL)
+    smoother.constraints_ = {k: float(np.abs(v).max()) if np.size(v) else 0.0 for k, v in viol.items()}
+    smoother.constraints_["rounds"] = int(rounds)
+    return x, theta, hist
+
+
+def motor_parameters(robot, p: np.ndarray, layout) -> pd.DataFrame:
+    """Motor-side rotor inertia and friction of the actuated joints from the joint-side estimates p:
+    I_m = A / N² [kg·m²], fc_m = fc / N [N·m], fv_m = fv / N² [N·m·s/rad] (joint torque = N · motor torque,
+    motor speed = N · joint speed)."""
+    _, pf, pa = layout.split(p)
+    N = gear_ratios(robot)
+    act = actuation_of(robot)
+    rows = []
+    sfx = list(layout.friction.suffixes)
+    for j, name in enumerate(robot.joint_names):
+        if name in act.passive:
+            continue
+        row = {"joint": name, "gear_ratio": N[j], "armature_joint": pa[j],
+               "armature_motor": pa[j] / N[j] ** 2}
+        if "fc" in sfx:
+            row["fc_motor"] = pf[j][sfx.index("fc")] / N[j]
+        if "fv" in sfx:
+            row["fv_motor"] = pf[j][sfx.index("fv")] / N[j] ** 2
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def summary_extras(smoother, theta) -> dict:
+    """``summary.json`` entries of a looped fit: worst constraint residual per term (SI units), the
+    tolerance, and the motor-side parameters of the actuated joints."""
+    c = dict(getattr(smoother, "constraints_", {}))
+    rounds = c.pop("rounds", 0)
+    motor = motor_parameters(smoother.robot, smoother.layout_.to_physical(theta), smoother.layout_)
+    return {"loops": {
+        "closures": [cl.to_dict() for cl in smoother.robot.loops],
+        "actuation": actuation_of(smoother.robot).to_dict(),
+        "constraint_residual_max": c, "tolerance": CONSTRAINT_TOL, "rounds": rounds,
+        "satisfied": bool(c) and max(c.values()) <= CONSTRAINT_TOL,
+        "motor_parameters": motor.to_dict(orient="records"),
+    }}
