@@ -83,7 +83,16 @@ def loop_smoother(robot_name: str):
         return None
 
     def fit(log):
-        sm = JointSmoother(robot).fit(log)
+        import tempfile
+
+        from fg_sysid.datasets.io import load_log_for_robot, write_log
+
+        with tempfile.TemporaryDirectory() as tmp:  # the `fg-sysid identify` path: file -> Log
+            write_log(log, Path(tmp) / "log.parquet")
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                robot_l, log_l = load_log_for_robot(Path(tmp) / "log.parquet", robot)
+                sm = JointSmoother(robot_l, verbose=True).fit(log_l)
         res = sm.result_
 
         def predict(states, desc, loop_robot):
