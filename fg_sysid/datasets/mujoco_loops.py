@@ -495,3 +495,223 @@ def write_loop_simulation(result: LoopSimResult, out_dir: str | os.PathLike) -> 
 __all__ = ["ClosureError", "LoopSimResult", "build_loop_mujoco_model", "closed_states", "constrained_torque",
            "plan_motion", "reference_configuration", "simulate_loop_inclass", "simulate_loop_mujoco",
            "truth_trajectory_frame", "write_loop_simulation"]
+
+
+# ---------------------------------------------------------------------------------------------- floating
+def _knee_targets(ck: ClosureKinematics, q_full: np.ndarray, dep_v) -> np.ndarray:
+    """The configuration whose closures hold with the calf joints at their values in ``q_full``: the knee
+    motors and rods (v-indices ``dep_v``) solved by closure IK (Gauss–Newton from ``q_full``)."""
+    return ck.solve_passive(q_full, dep_v)
+
+
+def simulate_loop_stance(robot: RobotModel, desc: LoopDescription, duration: float = 4.8, rate: float = 500.0,
+                         noise: float = 0.0, seed: int = 0, motion: str = "steps", timestep: float = 0.0005,
+                         step_period: float = 2.4, settle: float = 0.3, kp: float = 2000.0, kd: float = 40.0,
+                         foot_radius: float = 0.02):
+    """The floating B1 with four-bar knees (``b1_fourbar``) standing or stepping in place in MuJoCo.
+
+    Truth: `mujoco_sim.draw_truth` (inertias, friction ∝ effort limit, armature ∝ M_ii) with the passive
+    joints' friction and armature set to 0. Model: `build_mujoco_spec` with feet and floor, motors on the
+    actuated joints only, one ``connect`` equality per knee linkage (stiff ``solref`` 2·timestep).
+    Motion: ``"steps"`` — the catalog B1's static step in place (`mujoco_sim.StepPlan`: one foot lifted
+    at a time for ``step_period`` s, two loops in the air) planned on the serial leg; each calf target
+    becomes a knee-motor target through the closure (IK with the calf held); ``"stand"`` — the standing
+    posture. Joint PD on the actuated joints, ``kp``/``kd`` at the hip and thigh and ``kp·r²``/``kd·r²``
+    at the knee motor (r = dq_calf/dq_motor at the standing posture, so that the calf sees ``kp``).
+    Returns ``(StanceResult of all joints, Log of the encoded joints (efforts of the actuated ones),
+    max closure violation [m])``.
+    """
+    import mujoco
+
+    from .mujoco_sim import (
+        StanceResult,
+        StepPlan,
+        contact_forces,
+        debounce_contacts,
+        mj_to_pin,
+        pin_to_mj,
+        standing_configuration,
+        standing_posture,
+        to_log,
+    )
+    from .mujoco_sim import (
+        draw_truth as stance_truth,
+    )
+
+    if not robot.floating_base:
+        raise SimulationError(f"robot {robot.name!r}: simulate_loop_stance needs a floating base")
+    if motion not in ("steps", "stand"):
+        raise SimulationError(f"motion must be 'steps' or 'stand', got {motion!r}")
+    feet = tuple(robot.contact_frames)
+    n = robot.n_joints
+    names = list(robot.joint_names)
+    act, dep, enc = _indices(robot, desc)
+    iv, iq = _v_index(robot), np.asarray(robot.joint_index_q(), int)
+    ck = ClosureKinematics(robot.model, desc.loops)
+    calf = [i for i, j in enumerate(names) if j.endswith("calf_joint")]
+    solve_for = [i for i in dep if i not in calf] + [i for i in act if names[i].endswith("knee_motor")]
+    drawn = stance_truth(robot, seed, feet, foot_radius)
+    passive = [names.index(j) for j in desc.passive]
+    for key in ("fc", "fv", "armature"):
+        drawn[key][passive] = 0.0
+
+    q0j = standing_posture(robot)
+    q0 = reference_configuration(robot, desc)
+    q0[iq] = np.where([j.endswith(("calf_joint", "knee_motor", "rod_joint")) for j in names], q0[iq], q0j)
+    q0 = ck.solve_passive(q0, iv[dep])
+    q0 = standing_configuration(robot, q0[iq], feet, foot_radius)
+    G, ind = ck.dependent_map(q0, iv[dep])
+    pos = {int(c): i for i, c in enumerate(ind)}
+    ratio = {i: abs(G[iv[c], pos[int(iv[i])]]) for i in act if names[i].endswith("knee_motor")
+             for c in calf if names[c][:3] == names[i][:3]}
+    kp_j, kd_j = np.full(n, kp), np.full(n, kd)
+    for i, r in ratio.items():
+        kp_j[i], kd_j[i] = kp * r**2, kd * r**2
+
+    plan = None
+    if motion == "steps":
+        from ..robots import load_robot
+
+        serial = load_robot("b1")
+        ser_names = list(serial.joint_names)
+        q0s = standing_configuration(serial, np.array([q0[iq[names.index(j)]] for j in ser_names]), feet,
+                                     foot_radius)
+        plan = StepPlan(serial, q0s, feet, duration, period=step_period, rate=rate)
+        ser_of = [names.index(j) for j in ser_names]
+
+    mj_spec_info = build_loop_mujoco_model_floating(robot, desc, drawn, timestep, feet, foot_radius)
+    mj, info, sites = mj_spec_info
+    data = mujoco.MjData(mj)
+    act_ids = np.array([int(mujoco.mj_name2id(mj, mujoco.mjtObj.mjOBJ_ACTUATOR, f"{names[i]}_motor"))
+                        for i in act])
+    data.qpos[:], data.qvel[:] = pin_to_mj(q0, None, info, mj.nq, mj.nv)
+    mujoco.mj_forward(mj, data)
+    q_target = q0.copy()
+    cache = {"t": None, "qd": q0[iq].copy()}
+
+    def targets(t_log):
+        if plan is None or t_log <= 0:
+            return q0[iq]
+        if cache["t"] == t_log:
+            return cache["qd"]
+        qs = plan(t_log, data.qpos[3:7])
+        q_target[iq[ser_of]] = qs
+        qt = _knee_targets(ck, q_target, iv[solve_for])
+        q_target[:] = qt
+        cache["t"], cache["qd"] = t_log, qt[iq].copy()
+        return cache["qd"]
+
+    def control(t_log):
+        qd = targets(t_log)
+        qj = data.qpos[info.qpos_adr]
+        vj = data.qvel[info.dof_adr]
+        data.ctrl[act_ids] = (kp_j * (qd - qj) - kd_j * vj)[act]
+        return qd
+
+    for _ in range(int(round(settle / timestep))):
+        control(0.0)
+        mujoco.mj_step(mj, data)
+    substeps = int(round(1.0 / (rate * timestep)))
+    N = int(round(duration * rate)) + 1
+    nf = len(feet)
+    out = {k: np.empty((N, n)) for k in ("q", "v", "tau", "q_des")}
+    out.update({k: np.empty((N, 3)) for k in ("gyro", "acc", "base_pos", "base_lin_vel", "base_ang_vel")})
+    base_quat = np.empty((N, 4))
+    contact = np.zeros((N, nf), bool)
+    cforce = np.zeros((N, nf, 3))
+    q_pin, v_pin = np.empty((N, robot.nq)), np.empty((N, robot.nv))
+    t = np.arange(N) / rate
+    ga, aa = info.sensor_adr["gyro"], info.sensor_adr["acc"]
+    viol = 0.0
+    for k in range(N):
+        out["q_des"][k] = control(t[k])
+        mujoco.mj_forward(mj, data)
+        out["q"][k] = data.qpos[info.qpos_adr]
+        out["v"][k] = data.qvel[info.dof_adr]
+        out["tau"][k] = 0.0
+        out["tau"][k, act] = data.qfrc_actuator[info.dof_adr[act]]
+        out["gyro"][k] = data.sensordata[ga:ga + 3]
+        out["acc"][k] = data.sensordata[aa:aa + 3]
+        out["base_pos"][k] = data.qpos[:3]
+        base_quat[k] = data.qpos[3:7]
+        out["base_lin_vel"][k] = data.qvel[:3]
+        out["base_ang_vel"][k] = data.qvel[3:6]
+        contact[k], cforce[k] = contact_forces(mj, data, info)
+        q_pin[k], v_pin[k] = mj_to_pin(data.qpos, data.qvel, info, robot.nq, robot.nv)
+        for a_id, b_id in sites:
+            viol = max(viol, float(np.linalg.norm(data.site_xpos[a_id] - data.site_xpos[b_id])))
+        if k == N - 1:
+            break
+        for s in range(substeps):
+            if s:
+                control(t[k] + s * timestep)
+            mujoco.mj_step(mj, data)
+        if not (np.isfinite(data.qpos).all() and np.isfinite(data.qvel).all()):
+            raise SimulationError(f"MuJoCo diverged at t = {t[k + 1]:.4g} s (robot {robot.name!r})")
+
+    friction = {"model": "mujoco-frictionloss-damping", "velocity_scale": None,
+                "law": "frictionloss = fc (dry), damping = fv on actuated joints"}
+    doc = _doc(robot, desc, drawn, friction=friction,
+               noise=noise, seed=seed, rate=rate, duration=duration,
+               controller={"kind": "joint PD on actuated joints", "kp": kp_j[act].tolist(),
+                           "kd": kd_j[act].tolist(), "motion": motion, "step_period": step_period,
+                           "settle": settle, "mujoco_timestep": timestep},
+               out_of_class=["MuJoCo dry friction (frictionloss)", "soft contacts and loop constraints",
+                             "PD feedback in the efforts"],
+               convention="tau[k] = motor torque applied at t_k", closure_violation=viol, simulator="mujoco")
+    doc["foot_frames"] = list(feet)
+    rng_noise = np.random.default_rng(np.random.SeedSequence(int(seed)).spawn(3)[2])
+    meas = {}
+    for key, sigma in (("q", noise), ("v", noise), ("tau", noise), ("gyro", noise), ("acc", 10.0 * noise)):
+        x = out[key]
+        meas[key] = x + rng_noise.normal(0.0, sigma, x.shape) if sigma > 0 else x.copy()
+    res = StanceResult(t=t, base_quat=base_quat, contact=debounce_contacts(contact, int(round(0.02 * rate))),
+                       contact_force=cforce, q_pin=q_pin, v_pin=v_pin, joint_names=tuple(names),
+                       foot_frames=feet, truth=doc, meas=meas, **out)
+    full = to_log(res, source=f"simulated:{robot.name} (loops, MuJoCo, {motion})")
+    tau = np.full_like(full.tau, np.nan)
+    tau[:, act] = full.tau[:, act]
+    import dataclasses
+
+    log = dataclasses.replace(full, q=full.q[:, enc], v=full.v[:, enc], tau=tau[:, enc],
+                              joint_names=tuple(names[i] for i in enc))
+    return res, log, viol
+
+
+def build_loop_mujoco_model_floating(robot, desc, truth, timestep, feet, foot_radius):
+    """(MjModel, MujocoInfo, closure site ids) of a floating looped robot (feet, floor, IMU)."""
+    import mujoco
+
+    from .mujoco_sim import MujocoSimError, build_mujoco_model, build_mujoco_spec
+
+    spec = build_mujoco_spec(robot, truth["inertial"], (truth["fc"], truth["fv"]), truth["armature"],
+                             foot_frames=feet, foot_radius=foot_radius, timestep=timestep)
+    _add_closures(spec, robot, desc, timestep)
+    try:
+        mj = spec.compile()
+    except Exception as e:
+        raise MujocoSimError(f"robot {robot.name!r}: MuJoCo compile failed: {e}") from None
+    _, info = build_mujoco_model(robot, truth["inertial"], (truth["fc"], truth["fv"]), truth["armature"],
+                                 foot_frames=feet, foot_radius=foot_radius, timestep=timestep)
+    sites = [tuple(int(mujoco.mj_name2id(mj, mujoco.mjtObj.mjOBJ_SITE, f"{f}_site")) for f in lp.frames)
+             for lp in desc.loops]
+    return mj, info, sites
+
+
+def _add_closures(spec, robot, desc, timestep):
+    """Delete the passive joints' motors; add a site at each closing frame and a ``connect`` equality."""
+    import mujoco
+
+    passive = set(desc.passive)
+    for act in list(spec.actuators):
+        if act.target in passive:
+            spec.delete(act)
+    model = robot.model
+    for lp in desc.loops:
+        for f in lp.frames:
+            fr = model.frames[model.getFrameId(f)]
+            body = spec.body(robot.body_names[int(fr.parentJoint) - 1])
+            body.add_site(name=f"{f}_site", pos=np.array(fr.placement.translation, float))
+        spec.add_equality(name=lp.name, type=mujoco.mjtEq.mjEQ_CONNECT, objtype=mujoco.mjtObj.mjOBJ_SITE,
+                          name1=f"{lp.frames[0]}_site", name2=f"{lp.frames[1]}_site",
+                          solref=[2 * timestep, 1.0], solimp=list(EQ_SOLIMP))

@@ -14,10 +14,11 @@ with the ``loops`` and ``actuation`` keys (docs/loops.md). The files live in
 * ``b1_leg_fourbar`` — the front-left leg of example-robot-data's ``b1.urdf`` on a fixed trunk
   (``FL_hip_joint``, ``FL_thigh_joint`` actuated) whose knee is driven by ``FL_knee_motor`` — a motor at
   the hip (the URDF's ``FL_calf_rotor`` sits there), coaxial with the thigh joint — through a crank
-  (r = 0.045 m) and a rod to a lever on the calf (d = 0.030 m behind the knee axis): ``FL_calf_joint``
+  (r = 0.030 m) and a rod to a lever on the calf (d = 0.045 m from the knee axis): ``FL_calf_joint``
   (passive, encoded), ``FL_rod_joint`` (passive, unencoded); closure ``FL_rod_tip`` ≡ ``FL_calf_pin``
-  (planar in the leg plane, axis y). Transmission ratio dq_calf/dq_motor ≈ r/d = 1.5 (varies with the
-  angle). B1 link inertias are the URDF's; crank and rod are steel bars (crank 20 × 10 mm, rod 12 × 8 mm).
+  (planar in the leg plane, axis y). Transmission dq_calf/dq_motor ≈ r/d = 0.67 (varies with the angle):
+  the calf sees ≈ 1.5 × the motor torque (motor limit = B1's 140 N·m knee limit / 1.5). B1 link
+  inertias are the URDF's; crank and rod are steel bars (crank 20 × 10 mm, rod 12 × 8 mm).
 * ``b1_fourbar`` — the whole B1 (free-flyer base) with the same linkage on all four knees; the B1
   catalog entry's feet, IMU and left/right symmetry.
 
@@ -42,7 +43,7 @@ STEEL = 7850.0  # kg/m^3
 FOURBAR = {"a": 0.10, "b": 0.30, "c": 0.25, "d": 0.30, "section": (0.020, 0.010)}
 #: B1 knee linkage: crank radius r, calf lever d, crank/rod sections (m), the reference posture (rad) at
 #: which the crank and the lever are both horizontal (rod along the thigh) and the rod angle is 0.
-B1_LINKAGE = {"r": 0.045, "d": 0.030, "crank_section": (0.020, 0.010), "rod_section": (0.012, 0.008),
+B1_LINKAGE = {"r": 0.030, "d": 0.045, "crank_section": (0.020, 0.010), "rod_section": (0.012, 0.008),
               "q_ref": -1.5, "thigh_length": 0.35}
 KNEE_EFFORT = 140.0 / 1.5  # N·m: the motor sees the knee's 140 N·m through the ~1.5 ratio
 FOURBAR_EFFORT = 20.0
