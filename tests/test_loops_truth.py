@@ -174,3 +174,19 @@ def test_loop_baseline_inputs_name_the_culprit(b1_leg):
     assert s.joint_names == serial.joint_names
     np.testing.assert_array_equal(s.tau[:, 2], good.tau[:, 3])  # knee torque = motor torque
     np.testing.assert_array_equal(s.q[:, 2], good.q[:, 2])      # calf encoder as the knee angle
+
+
+def test_floating_b1_fourbar_stands_in_mujoco_with_closed_loops():
+    from fg_sysid.datasets.mujoco_loops import simulate_loop_stance
+
+    robot, desc = load_loop_robot("b1_fourbar")
+    res, log, viol = simulate_loop_stance(robot, desc, duration=0.3, rate=200.0, noise=0.01, seed=2,
+                                          motion="stand")
+    assert viol <= 1e-6
+    assert res.contact.all()  # four feet down
+    assert abs(res.base_pos[-1, 2] - res.base_pos[0, 2]) < 0.01
+    assert "FL_rod_joint" not in log.joint_names and "FL_knee_motor" in log.joint_names
+    i_calf, i_knee = log.joint_names.index("FL_calf_joint"), log.joint_names.index("FL_knee_motor")
+    assert np.all(np.isnan(log.tau[:, i_calf])) and np.all(np.isfinite(log.tau[:, i_knee]))
+    assert log.base_pos is not None and set(log.contacts) == set(robot.contact_frames)
+    assert res.truth["parameters"]["FL_rod_joint.armature"] == 0.0
