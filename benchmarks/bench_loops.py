@@ -28,6 +28,9 @@ fixed-axis rotor shares with its link (paper 003: only the sum is identifiable f
 Writes ``<out>.csv`` and the PNGs ``<out>_fig15.png`` (measured vs predicted held-out efforts, rows
 nominal / reduced / loop model) and ``<out>_bars.png`` (RMSE per joint and method, log scale).
 
+``--floating``: also the floating B1 with four-bar knees stepping in place in MuJoCo (`run_floating`:
+nominal / reduced floating smoother on the serial B1 / true parameters, with measured contact forces).
+
 Usage: python benchmarks/bench_loops.py [--robots b1_leg_fourbar fourbar] [--truths mujoco in-class]
        [--train 10] [--heldout 5] [--rate 500] [--noise 0.01] [--seed 0] [--out benchmarks/results/loops]
 """
@@ -245,9 +248,98 @@ def plot(extra: dict, title: str, path_fig15: Path, table: pd.DataFrame, path_ba
     plt.close(fig)
 
 
+# ---------------------------------------------------------------------------------------------- floating
+def run_floating(args) -> pd.DataFrame:
+    """Floating B1 with four-bar knees, step in place (module docstring of `simulate_loop_stance`):
+    held-out actuated efforts with the held-out log's measured contact forces,
+    u = Gᵀ(ID(q, v, a; p) − Σ_f J_fᵀ f_f) on the actuated joints, states by SG on the manifold of the
+    serial view (base, hip, thigh, calf encoders) and the knee motors and rods from the closures."""
+    from fg_sysid.datasets.mujoco_loops import simulate_loop_stance
+    from fg_sysid.estimation.floating_smoother import FloatingBaseSmoother
+    from fg_sysid.floating_validation import (
+        contact_generalized_forces,
+        floating_inverse_dynamics,
+        floating_states,
+        predict_floating_efforts,
+    )
+    from fg_sysid.robots import load_robot
+    from fg_sysid.robots.loop_kinematics import ClosureKinematics
+
+    robot, desc = load_loop_robot("b1_fourbar")
+    serial = load_robot("b1")
+    emap = {f"{leg}_calf_joint": f"{leg}_knee_motor" for leg in ("FL", "FR", "RL", "RR")}
+    t0 = time.perf_counter()
+    res_tr, log_tr, viol_tr = simulate_loop_stance(robot, desc, args.floating_train, args.rate, args.noise,
+                                                   args.seed)
+    res_ho, log_ho, viol_ho = simulate_loop_stance(robot, desc, args.floating_heldout, args.rate,
+                                                   args.noise, args.seed + 1, step_period=2.0,
+                                                   truth=res_tr.truth)
+    print(f"[b1_fourbar / mujoco steps] simulated {args.floating_train:g} + {args.floating_heldout:g} s in "
+          f"{time.perf_counter() - t0:.1f} s; closure violation {viol_tr:.2e} / {viol_ho:.2e} m", flush=True)
+    # held-out: the same robot, another gait timing (2.0 s per foot) and noise draw
+    sl_ho = serial_log(log_ho, serial, emap)
+    rows, q_s, v_s, a_s = floating_states(sl_ho, serial)
+    names, snames = list(robot.joint_names), list(serial.joint_names)
+    iq, iv = robot.joint_index_q(), robot.joint_index_v()
+    siq, siv = serial.joint_index_q(), serial.joint_index_v()
+    ck = ClosureKinematics(robot.model, desc.loops)
+    knee_rod = [iv[i] for i, j in enumerate(names) if j.endswith(("knee_motor", "rod_joint"))]
+    passive = [iv[names.index(j)] for j in desc.passive]
+    act = [names.index(j) for j in desc.actuated(names)]
+    q = np.tile(np.asarray(res_ho.q_pin[rows[0]], float), (len(rows), 1))
+    v, a = np.zeros((len(rows), robot.nv)), np.zeros((len(rows), robot.nv))
+    qk = np.asarray(res_ho.q_pin[rows[0]], float).copy()
+    for k in range(len(rows)):
+        qk[:7] = q_s[k, :7]
+        qk[[iq[names.index(j)] for j in snames]] = q_s[k, siq]
+        qk = ck.solve_passive(qk, knee_rod)
+        ind = np.setdiff1d(np.arange(robot.nv), knee_rod)
+        pos = {int(c): i for i, c in enumerate(ind)}
+        vi, ai = np.zeros(ind.size), np.zeros(ind.size)
+        vi[:6], ai[:6] = v_s[k, :6], a_s[k, :6]
+        for j, c in zip(snames, siv, strict=True):
+            vi[pos[int(iv[names.index(j)])]] = v_s[k, c]
+            ai[pos[int(iv[names.index(j)])]] = a_s[k, c]
+        q[k] = qk
+        v[k], a[k], _ = ck.complete(qk, vi, ai, knee_rod)
+    forces = [log_ho.forces[f][rows] for f in robot.contact_frames]
+    JtF = contact_generalized_forces(robot, q, forces, robot.contact_frames, robot.contact_radius)
+
+    def project(gen):
+        out = np.empty((len(rows), len(act)))
+        for k in range(len(rows)):
+            G, ind = ck.dependent_map(q[k], passive)
+            pos = {int(c): i for i, c in enumerate(ind)}
+            out[k] = (G.T @ gen[k])[[pos[int(iv[i])] for i in act]]
+        return out
+
+    pnames = parameter_names(robot)
+    p_true = np.array([res_ho.truth["parameters"][n] for n in pnames])
+    preds = {"true": project(floating_inverse_dynamics(p_true, robot, q, v, a) - JtF),
+             "nominal": project(floating_inverse_dynamics(nominal_parameters(robot), robot, q, v, a) - JtF)}
+    # reduced: the floating smoother on the serial view of the training log
+    t1 = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fs = FloatingBaseSmoother(serial).fit(serial_log(log_tr, serial, emap))
+    u_s = predict_floating_efforts(fs.result_, serial, q_s, v_s, a_s, forces, serial.contact_frames,
+                                   serial.contact_radius)
+    col = {emap.get(j, j): i for i, j in enumerate(snames)}
+    preds["reduced"] = np.column_stack([u_s[:, col[names[i]]] for i in act])
+    print(f"  reduced floating smoother: {time.perf_counter() - t1:.0f} s")
+    u_true = res_ho.tau[rows][:, act]
+    out = []
+    for m, u in preds.items():
+        for c, i in enumerate(act):
+            e = float(np.sqrt(np.mean((u[:, c] - u_true[:, c]) ** 2)))
+            out.append({"robot": "b1_fourbar", "truth": "mujoco-steps", "method": m, "joint": names[i],
+                        "rmse": e, "relative_%": 100 * e / float(np.sqrt(np.mean(u_true[:, c] ** 2)))})
+    return pd.DataFrame(out)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--robots", nargs="+", default=["b1_leg_fourbar", "fourbar"])
+    ap.add_argument("--robots", nargs="*", default=["b1_leg_fourbar", "fourbar"])
     ap.add_argument("--truths", nargs="+", default=["mujoco", "in-class"], choices=TRUTHS)
     ap.add_argument("--train", type=float, default=10.0)
     ap.add_argument("--heldout", type=float, default=5.0)
@@ -255,6 +347,9 @@ def main() -> None:
     ap.add_argument("--noise", type=float, default=0.01)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default="benchmarks/results/loops")
+    ap.add_argument("--floating", action="store_true", help="also the floating B1 with four-bar knees")
+    ap.add_argument("--floating-train", type=float, default=9.6)
+    ap.add_argument("--floating-heldout", type=float, default=4.8)
     args = ap.parse_args()
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -272,6 +367,13 @@ def main() -> None:
             title = (f"{robot_name}, {truth} truth, σ = {args.noise:g}, held-out {args.heldout:g} s "
                      f"(train {args.train:g} s, {args.rate:g} Hz)")
             plot(extra, title, out.parent / f"{stem}_fig15.png", table, out.parent / f"{stem}_bars.png")
+    if args.floating:
+        ft = run_floating(args)
+        tables.append(ft)
+        piv = ft.assign(leg=ft.joint.str[:2], kind=ft.joint.str[3:]).pivot_table(
+            index="method", columns="kind", values="relative_%", aggfunc="mean")
+        print("floating B1, held-out relative RMSE [%], mean over the four legs:")
+        print(piv.round(2).to_string())
     pd.concat(tables).to_csv(f"{out}.csv", index=False)
     pd.concat(ptabs).to_csv(f"{out}_parameters.csv", index=False)
     print(f"wrote {out}.csv, {out}_parameters.csv and the PNGs in {out.parent}")

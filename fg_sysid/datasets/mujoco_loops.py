@@ -507,7 +507,7 @@ def _knee_targets(ck: ClosureKinematics, q_full: np.ndarray, dep_v) -> np.ndarra
 def simulate_loop_stance(robot: RobotModel, desc: LoopDescription, duration: float = 4.8, rate: float = 500.0,
                          noise: float = 0.0, seed: int = 0, motion: str = "steps", timestep: float = 0.0005,
                          step_period: float = 2.4, settle: float = 0.3, kp: float = 2000.0, kd: float = 40.0,
-                         foot_radius: float = 0.02):
+                         foot_radius: float = 0.02, truth: dict | None = None):
     """The floating B1 with four-bar knees (``b1_fourbar``) standing or stepping in place in MuJoCo.
 
     Truth: `mujoco_sim.draw_truth` (inertias, friction ∝ effort limit, armature ∝ M_ii) with the passive
@@ -518,8 +518,9 @@ def simulate_loop_stance(robot: RobotModel, desc: LoopDescription, duration: flo
     becomes a knee-motor target through the closure (IK with the calf held); ``"stand"`` — the standing
     posture. Joint PD on the actuated joints, ``kp``/``kd`` at the hip and thigh and ``kp·r²``/``kd·r²``
     at the knee motor (r = dq_calf/dq_motor at the standing posture, so that the calf sees ``kp``).
-    Returns ``(StanceResult of all joints, Log of the encoded joints (efforts of the actuated ones),
-    max closure violation [m])``.
+    ``truth``: a previous result's truth record (held-out logs of the same robot; ``seed`` then only
+    draws the noise). Returns ``(StanceResult of all joints, Log of the encoded joints (efforts of the
+    actuated ones), max closure violation [m])``.
     """
     import mujoco
 
@@ -551,6 +552,8 @@ def simulate_loop_stance(robot: RobotModel, desc: LoopDescription, duration: flo
     calf = [i for i, j in enumerate(names) if j.endswith("calf_joint")]
     solve_for = [i for i in dep if i not in calf] + [i for i in act if names[i].endswith("knee_motor")]
     drawn = stance_truth(robot, seed, feet, foot_radius)
+    if truth is not None:
+        drawn = _given_truth(truth, robot)
     passive = [names.index(j) for j in desc.passive]
     for key in ("fc", "fv", "armature"):
         drawn[key][passive] = 0.0
