@@ -190,3 +190,24 @@ def test_floating_b1_fourbar_stands_in_mujoco_with_closed_loops():
     assert np.all(np.isnan(log.tau[:, i_calf])) and np.all(np.isfinite(log.tau[:, i_knee]))
     assert log.base_pos is not None and set(log.contacts) == set(robot.contact_frames)
     assert res.truth["parameters"]["FL_rod_joint.armature"] == 0.0
+
+
+def test_cli_simulate_looped_robot(tmp_path):
+    import pandas as pd
+    from click.testing import CliRunner
+
+    from fg_sysid.cli import main
+
+    out = tmp_path / "sim"
+    r = CliRunner().invoke(main, ["simulate", "--robot", "b1_leg_fourbar", "--simulator", "mujoco",
+                                  "--duration", "0.5", "--rate", "200", "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    cols = list(pd.read_parquet(out / "log.parquet").columns)
+    assert "q.FL_rod_joint" not in cols and "q.FL_calf_joint" in cols  # unencoded rod, encoded calf
+    assert "tau.FL_calf_joint" not in cols and "tau.FL_knee_motor" in cols  # efforts of actuated joints
+    assert (out / "truth.json").is_file() and "closure violation" in r.output
+    bad = tmp_path / "bad"
+    r = CliRunner().invoke(main, ["simulate", "--robot", "fourbar", "--effort-offset", "0.1",
+                                  "--out", str(bad)])
+    assert r.exit_code == 2 and "error:" in r.output and "--effort-offset" in r.output
+    assert not bad.exists()

@@ -480,12 +480,22 @@ def truth_trajectory_frame(result: LoopSimResult) -> pd.DataFrame:
     return pd.DataFrame(cols)
 
 
+def write_loop_log(log: Log, path: str | os.PathLike) -> Path:
+    """Write a looped robot's log: columns of the encoded joints, ``tau.`` only where measured (the
+    actuated joints; the all-NaN effort columns of passive joints are left out)."""
+    from .io import log_to_frame, write_frame
+
+    df = log_to_frame(log)
+    drop = [c for c in df.columns if c.startswith("tau.") and df[c].isna().all()]
+    return write_frame(df.drop(columns=drop), path)
+
+
 def write_loop_simulation(result: LoopSimResult, out_dir: str | os.PathLike) -> None:
     """``log.parquet`` (encoded joints, actuated efforts), ``truth.json``, ``truth_trajectory.parquet``."""
-    from .io import write_frame, write_log
+    from .io import write_frame
 
     out_dir = Path(out_dir)
-    write_log(result.log, out_dir / "log.parquet")
+    write_loop_log(result.log, out_dir / "log.parquet")
     write_frame(truth_trajectory_frame(result), out_dir / "truth_trajectory.parquet")
     tmp = out_dir / ".truth.json.tmp"
     tmp.write_text(json.dumps(result.truth, indent=1, allow_nan=False) + "\n")
@@ -494,7 +504,7 @@ def write_loop_simulation(result: LoopSimResult, out_dir: str | os.PathLike) -> 
 
 __all__ = ["ClosureError", "LoopSimResult", "build_loop_mujoco_model", "closed_states", "constrained_torque",
            "plan_motion", "reference_configuration", "simulate_loop_inclass", "simulate_loop_mujoco",
-           "truth_trajectory_frame", "write_loop_simulation"]
+           "truth_trajectory_frame", "write_loop_log", "write_loop_simulation"]
 
 
 # ---------------------------------------------------------------------------------------------- floating
