@@ -288,8 +288,8 @@ class ConstraintEliminationLS:
 def serial_log(log: Log, serial_robot: RobotModel, effort_map: dict) -> Log:
     """The log a serial-chain identification would use: encoders of ``serial_robot``'s joints, and
     each serial joint's effort taken from the motor named in ``effort_map`` (serial joint → motor;
-    e.g. ``{"FL_calf_joint": "FL_knee_motor"}``: knee torque = motor torque). Raises when a column is
-    missing."""
+    e.g. ``{"FL_calf_joint": "FL_knee_motor"}``: knee torque = motor torque); the floating-base fields
+    (base pose, IMU, contacts, forces) are kept. Raises when a column is missing."""
     col = {j: i for i, j in enumerate(log.joint_names)}
     names = list(serial_robot.joint_names)
     missing = [j for j in names if j not in col]
@@ -297,10 +297,13 @@ def serial_log(log: Log, serial_robot: RobotModel, effort_map: dict) -> Log:
         raise LoopBaselineError(f"log {log.source!r} has no encoder for serial joint(s) {missing}")
     idx = [col[j] for j in names]
     tau_idx = [col[effort_map.get(j, j)] for j in names]
-    return Log(t=np.asarray(log.t).copy(), q=np.asarray(log.q)[:, idx].copy(),
-               v=None if log.v is None else np.asarray(log.v)[:, idx].copy(),
-               tau=np.asarray(log.tau)[:, tau_idx].copy(), joint_names=tuple(names),
-               source=f"{log.source} (serial view: {effort_map})")
+    import dataclasses
+
+    return dataclasses.replace(  # base pose, IMU, contacts and forces of a floating log are kept
+        log, q=np.asarray(log.q)[:, idx].copy(),
+        v=None if log.v is None else np.asarray(log.v)[:, idx].copy(),
+        tau=np.asarray(log.tau)[:, tau_idx].copy(), joint_names=tuple(names),
+        source=f"{log.source} (serial view: {effort_map})")
 
 
 def serial_states(serial_robot: RobotModel, loop_robot: RobotModel, states: LoopStates):
