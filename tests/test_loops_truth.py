@@ -73,6 +73,20 @@ def test_descriptions_load_with_the_agreed_keys(b1_leg):
 
 
 @pytest.mark.parametrize("name", ["fourbar", "b1_leg_fourbar", "b1_fourbar"])
+def test_catalog_names_and_spec_files_give_the_same_looped_robot(name):
+    from fg_sysid.robots import load_robot
+    from fg_sysid.robots.looped import loop_robot_path
+
+    by_name, by_file = load_robot(name), load_robot(str(loop_robot_path(name)))
+    _, desc = load_loop_robot(name)
+    for r in (by_name, by_file):
+        assert r.joint_names == by_file.joint_names and r.floating_base == by_file.floating_base
+        assert [lp.frames for lp in r.loops] == [lp.frames for lp in desc.loops]
+        assert set(r.actuation.passive) == set(desc.passive)
+        assert set(r.actuation.unencoded) == set(desc.unencoded)
+
+
+@pytest.mark.parametrize("name", ["fourbar", "b1_leg_fourbar", "b1_fourbar"])
 def test_closure_jacobians_against_central_differences(name):
     robot, desc = load_loop_robot(name)
     from fg_sysid.datasets.mujoco_loops import reference_configuration
