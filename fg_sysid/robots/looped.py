@@ -14,11 +14,13 @@ with the ``loops`` and ``actuation`` keys (docs/loops.md). The files live in
 * ``b1_leg_fourbar`` — the front-left leg of example-robot-data's ``b1.urdf`` on a fixed trunk
   (``FL_hip_joint``, ``FL_thigh_joint`` actuated) whose knee is driven by ``FL_knee_motor`` — a motor at
   the hip (the URDF's ``FL_calf_rotor`` sits there), coaxial with the thigh joint — through a crank
-  (r = 0.030 m) and a rod to a lever on the calf (d = 0.045 m from the knee axis): ``FL_calf_joint``
-  (passive, encoded), ``FL_rod_joint`` (passive, unencoded); closure ``FL_rod_tip`` ≡ ``FL_calf_pin``
-  (planar in the leg plane, axis y). Transmission dq_calf/dq_motor ≈ r/d = 0.67 (varies with the angle):
-  the calf sees ≈ 1.5 × the motor torque (motor limit = B1's 140 N·m knee limit / 1.5). B1 link
-  inertias are the URDF's; crank and rod are steel bars (crank 20 × 10 mm, rod 12 × 8 mm).
+  (r = 0.040 m, at −0.6 rad from the lever's direction at the reference posture) and a rod to a lever on
+  the calf (d = 0.040 m from the knee axis): ``FL_calf_joint`` (passive, encoded), ``FL_rod_joint``
+  (passive, unencoded); closure ``FL_rod_tip`` ≡ ``FL_calf_pin`` (planar in the leg plane, axis y). The
+  transmission Jacobian dq_calf/dq_motor varies from 1.12 (motor at −1.0 rad) through 0.84 (−1.5, the
+  standing posture) to 0.52 (−2.0): unitary near −1.2 rad, a torque gain as the knee folds (as in paper
+  004 Fig. 13 c). Motor limit: B1's knee limit 140 N·m. B1 link inertias are the URDF's; crank and rod
+  are steel bars (crank 20 × 10 mm, rod 12 × 8 mm).
 * ``b1_fourbar`` — the whole B1 (free-flyer base) with the same linkage on all four knees; the B1
   catalog entry's feet, IMU and left/right symmetry.
 
@@ -41,11 +43,13 @@ LEGS = ("FL", "FR", "RL", "RR")
 
 STEEL = 7850.0  # kg/m^3
 FOURBAR = {"a": 0.10, "b": 0.30, "c": 0.25, "d": 0.30, "section": (0.020, 0.010)}
-#: B1 knee linkage: crank radius r, calf lever d, crank/rod sections (m), the reference posture (rad) at
-#: which the crank and the lever are both horizontal (rod along the thigh) and the rod angle is 0.
-B1_LINKAGE = {"r": 0.030, "d": 0.045, "crank_section": (0.020, 0.010), "rod_section": (0.012, 0.008),
+#: B1 knee linkage: crank radius r, calf lever d, crank/rod sections (m), the reference posture q_ref
+#: (rad; knee motor = calf = q_ref, rod angle 0) at which the crank points at crank_offset and the lever
+#: at lever_offset from the thigh's +x axis (rotations about y).
+B1_LINKAGE = {"r": 0.040, "d": 0.040, "crank_offset": -0.6, "lever_offset": 0.0,
+              "crank_section": (0.020, 0.010), "rod_section": (0.012, 0.008),
               "q_ref": -1.5, "thigh_length": 0.35}
-KNEE_EFFORT = 140.0 / 1.5  # N·m: the motor sees the knee's 140 N·m through the ~1.5 ratio
+KNEE_EFFORT = 140.0  # N·m: B1's knee motor limit
 FOURBAR_EFFORT = 20.0
 
 
@@ -232,11 +236,12 @@ def _linkage(leg: str):
     g = B1_LINKAGE
     r, d, q0, L = g["r"], g["d"], g["q_ref"], g["thigh_length"]
     K = np.array([0.0, 0.0, -L])                      # knee axis in the thigh frame
-    # crank tip in the crank frame, lever point in the calf frame: both along +x of the thigh at q_ref
-    b_crank = roty(-q0) @ np.array([r, 0.0, 0.0])
-    c_calf = roty(-q0) @ np.array([d, 0.0, 0.0])
-    B_ref = np.array([r, 0.0, 0.0])                   # thigh frame at the reference posture
-    C_ref = K + np.array([d, 0.0, 0.0])
+    # at the reference posture (thigh frame): crank tip B = r·u(α), lever point C = K + d·u(φ), with
+    # u(ψ) = R_y(ψ) x̂ (α = crank_offset, φ = lever_offset; 0 = along the thigh's +x)
+    B_ref = roty(g.get("crank_offset", 0.0)) @ np.array([r, 0.0, 0.0])
+    C_ref = K + roty(g.get("lever_offset", 0.0)) @ np.array([d, 0.0, 0.0])
+    b_crank = roty(-q0) @ B_ref                       # in the crank frame (R_y(q0) at the reference)
+    c_calf = roty(-q0) @ (C_ref - K)                  # in the calf frame
     rod_tip = roty(-q0) @ (C_ref - B_ref)             # rod frame = crank orientation at rod angle 0
     effort = dict(effort=KNEE_EFFORT, velocity=15.55 * 1.5)
     links = [
