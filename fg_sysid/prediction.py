@@ -45,8 +45,16 @@ def heldout_report(model, robot: RobotModel, log: Log, window_s: float | None = 
     filt = model.get("sg_filter") or {} if isinstance(model, dict) else {}
     window = window_s if window_s is not None else filt.get("window_s")
     order = polyorder if polyorder is not None else filt.get("polyorder")
-    v, a, info = heldout_accelerations(log, window, None if order is None else int(order))
-    tau = predict_efforts(model, robot, log.q, v, a)
+    if robot.loops:  # closed loops (issue 11): unencoded joints from the closures, λ from the passive rows
+        from .estimation.loop_terms import model_efforts, prepare_log
+        from .validation import load_model
+
+        log = prepare_log(robot, log, project_all=True)
+        v, a, info = heldout_accelerations(log, window, None if order is None else int(order))
+        tau = model_efforts(model if isinstance(model, dict) else load_model(model), robot, log.q, v, a)
+    else:
+        v, a, info = heldout_accelerations(log, window, None if order is None else int(order))
+        tau = predict_efforts(model, robot, log.q, v, a)
     measured = bool(np.any(log.tau_measured))
     meas = np.asarray(log.tau, float)
     per = relative_rmse_per_joint(tau, meas) if measured else np.full(robot.n_joints, np.nan)

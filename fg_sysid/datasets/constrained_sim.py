@@ -66,12 +66,17 @@ def constraint_models(robot: RobotModel, kp: float = 0.0, kd: float = 0.0):
 def simulate_looped(robot: RobotModel, duration: float = 4.0, rate: float = 500.0, noise: float = 0.01,
                     seed: int = 0, friction=(0.08, 0.03, 0.05), passive_friction=(0.01, 0.004, 0.05),
                     armature: float = 2e-3, amplitude: float = 0.8, substeps: int = 10,
-                    inertial: np.ndarray | None = None) -> tuple[Log, LoopedTruth]:
+                    inertial: np.ndarray | None = None, stribeck: tuple | None = None,
+                    effort_gain: float = 1.0) -> tuple[Log, LoopedTruth]:
     """Simulate ``robot`` (fixed base, with loops) and return (noisy log, truth); see the module docstring.
 
     ``friction`` / ``passive_friction``: (fc, fv, vs) of actuated / passive joints; ``armature`` [kg·m²]
     of actuated joints (joint side; passive joints have none); ``amplitude`` [rad] of the actuated joints'
-    multi-sine reference around q = 0."""
+    multi-sine reference around q = 0.
+
+    Out-of-class options (outside the estimator's model): ``stribeck`` = (fs [N·m], v_s [rad/s]) adds a
+    Stribeck peak to the actuated joints' friction, (fc + (fs − fc) e^{−(v/v_s)²}) tanh(v/vs) + fv v;
+    ``effort_gain`` scales the logged efforts (a torque-constant error: log τ = gain × applied τ)."""
     if robot.floating_base or not robot.loops:
         raise ValueError("simulate_looped needs a fixed-base robot with loops")
     rng = np.random.default_rng(seed)
@@ -104,7 +109,11 @@ def simulate_looped(robot: RobotModel, duration: float = 4.0, rate: float = 500.
         return amplitude * ramp * s, amplitude * ramp * ds
 
     def fric(vj):
-        return fr[:, 0] * np.tanh(vj / fr[:, 2]) + fr[:, 1] * vj
+        fc = fr[:, 0]
+        if stribeck is not None:
+            fs, v_s = stribeck
+            fc = np.where(passive, fc, fc + (fs - fc) * np.exp(-(vj / v_s) ** 2))
+        return fc * np.tanh(vj / fr[:, 2]) + fr[:, 1] * vj
 
     q = pin.neutral(model)
     v = np.zeros(model.nv)
@@ -130,7 +139,7 @@ def simulate_looped(robot: RobotModel, duration: float = 4.0, rate: float = 500.
     enc = encoded_mask(robot)
     qn = Q[:, iv] + noise * rng.standard_normal((n, nj))
     qn[:, ~enc] = np.nan
-    taun = TAU + noise * rng.standard_normal((n, nj))
+    taun = effort_gain * TAU + noise * rng.standard_normal((n, nj))
     taun[:, passive] = np.nan
     log = Log(t=t, q=qn, v=None, tau=taun, joint_names=tuple(robot.joint_names), source="simulate_looped")
     return log, truth

@@ -1,7 +1,7 @@
 """Closed kinematic loops in the estimation core (issue 11): terms, knot block λ and the smoother hooks.
 
 A looped robot (``robot.loops``; `fg_sysid.robots.loops`) is estimated on its spanning tree with, per
-knot, the closure forces λ_k as an extra knot-state block ``"lam"`` (one component per closure row,
+knot, the closure forces λ_k as an extra knot-state block ``"loop_lam"`` (one component per closure row,
 like the contact forces of the floating smoother) and these terms (paper 004 eqs. 16–21):
 
 * ``loop_position`` — φ(q_k) = 0 (constraint, σ_c ``sigma_position`` [m | rad]);
@@ -43,6 +43,8 @@ SIGMA_ACCELERATION = 1e-2  # m/s² | rad/s²
 SIGMA_PASSIVE = 1e-3  # N·m
 #: tolerance the final augmented-Lagrangian rounds drive the constraints to (SI units)
 CONSTRAINT_TOL = 1e-9
+#: name of the closure-force knot-state block
+BLOCK = "loop_lam"
 
 
 def closures(robot) -> LoopClosures:
@@ -50,8 +52,14 @@ def closures(robot) -> LoopClosures:
 
 
 def extra_blocks(robot) -> tuple:
-    """The knot-state block of the closure forces: (("lam", rows of all closures),)."""
-    return (("lam", int(sum(c.rows for c in robot.loops))),)
+    """The knot-state block of the closure forces: ((BLOCK, rows of all closures),) (its own name: the
+    floating smoother's contact forces are ``"lam"``)."""
+    return ((BLOCK, int(sum(c.rows for c in robot.loops))),)
+
+
+def block_index(problem: Problem) -> int:
+    """Position of the closure-force block in the knot-state tuple x."""
+    return [n for n, _ in problem.blocks].index(BLOCK)
 
 
 # ---------------------------------------------------------------------------------------------- log
@@ -80,18 +88,19 @@ def project_configurations(L: LoopClosures, q_meas: np.ndarray, w_meas: np.ndarr
     return out
 
 
-def prepare_log(robot, log: Log) -> Log:
+def prepare_log(robot, log: Log, project_all: bool = False) -> Log:
     """The log with the unencoded joints' positions filled in from the closures (for the initial
     trajectory; the encoders term gives them zero weight). Velocity columns of unencoded joints, if any,
-    are filled by differencing."""
+    are filled by differencing. ``project_all``: every joint's position replaced by the closest
+    configuration that closes the loops (held-out prediction: consistent states)."""
     enc = encoded_mask(robot)
-    if enc.all():
+    if enc.all() and not project_all:
         return log
     L = closures(robot)
     w = enc.astype(float) / np.maximum(np.nanstd(np.where(enc[None], log.q, np.nan), axis=0), 1e-3)
     w = np.where(enc, 1.0, 0.0) if not np.all(np.isfinite(w)) else np.nan_to_num(w)
     qp = project_configurations(L, np.where(enc[None], log.q, np.nan), w)
-    q = np.where(enc[None], log.q, qp)
+    q = qp if project_all else np.where(enc[None], log.q, qp)
     v = log.v
     if v is not None:
         v = np.where(enc[None], v, np.gradient(qp, log.t, axis=0))
@@ -142,9 +151,11 @@ def loop_dynamics(problem: Problem, id_residual, L: LoopClosures, tau_meas, w_ac
     passive rows (``passive``) a constraint r = 0 (their τ̂ is 0), σ_c ``sigma_passive`` [N·m]."""
     act, pas = np.asarray(actuated, int), np.asarray(passive, int)
 
+    ib = block_index(problem)
+
     def full(ev):
         def compute():
-            lam = ev.x[3]
+            lam = ev.x[ib]
             tc, dtc_dq, dtc_dl = L.generalized_force(ev.q, lam, ev.jacobians)
             lin = id_residual.evaluate(ev.q, ev.v, ev.a, ev.rows(tau_meas), ev.theta, ev.jacobians,
                                        external=tc)
@@ -152,7 +163,7 @@ def loop_dynamics(problem: Problem, id_residual, L: LoopClosures, tau_meas, w_ac
                 return lin.r, None, None
             n, nv = lin.r.shape
             J = problem.state_jacobian(n, nv, {"q": lin.Jq - dtc_dq, "v": lin.Jv, "a": lin.Ja,
-                                               "lam": -dtc_dl})
+                                               BLOCK: -dtc_dl})
             return lin.r, J, lin.Jtheta
         return ev.cached("loop_id", compute)
 
@@ -178,11 +189,12 @@ def loop_dynamics(problem: Problem, id_residual, L: LoopClosures, tau_meas, w_ac
 
 def force_prior(problem: Problem, sigma_lam: float) -> Term:
     """Wide prior λ ≈ 0 [N | N·m] (std ``sigma_lam``): fixes only components no row determines."""
-    sl = problem.slices["lam"]
+    sl = problem.slices[BLOCK]
     n_lam = sl.stop - sl.start
+    ib = block_index(problem)
 
     def evaluate(ev, jac):
-        lam = ev.x[3]
+        lam = ev.x[ib]
         J = None
         if jac:
             J = np.zeros((lam.shape[0], n_lam, problem.nx))
@@ -279,7 +291,7 @@ def kinematic_init(smoother, x, noise, iterations: int = 4) -> tuple:
     kin.terms = [t for t in kin.terms if t.name not in ("inverse_dynamics", "passive_dynamics",
                                                         "parameter_prior", "energy")]
     kin.add(terms.pseudo_accelerations(kin, a_ref, wa))
-    lam = np.zeros((q.shape[0], kin.slices["lam"].stop - kin.slices["lam"].start))
+    lam = np.zeros((q.shape[0], kin.slices[BLOCK].stop - kin.slices[BLOCK].start))
     xs = (q, v, a, lam)
     for _ in range(iterations):
         step = smoother._lm.linear_solve(kin.linearize(xs, smoother._theta_bar, freeze_theta=True), 0.0)
@@ -289,7 +301,7 @@ def kinematic_init(smoother, x, noise, iterations: int = 4) -> tuple:
 
 def id_residual(smoother, x, theta) -> np.ndarray:
     """Full inverse-dynamics residual (N, nv) with the closure forces: M a + h + A a + τ_f − Gᵀλ − τ̂."""
-    tc = smoother._loops.generalized_force(x[0], x[3], False)[0]
+    tc = smoother._loops.generalized_force(x[0], x[block_index(smoother.problem_)], False)[0]
     return smoother._id.evaluate(*x[:3], smoother._taum, theta, jacobians=False, external=tc).r
 
 
@@ -339,3 +351,44 @@ def summary_extras(smoother, theta) -> dict:
         "satisfied": bool(c) and max(c.values()) <= CONSTRAINT_TOL,
         "motor_parameters": motor.to_dict(orient="records"),
     }}
+
+
+def predict_torque(robot, layout, theta, q, v, a) -> np.ndarray:
+    """Joint-side efforts of the actuated joints (N, n_actuated) that the looped model predicts at states
+    (q, v, a) of the tree: b = M a + h + A a + τ_f, closure forces λ from the passive rows
+    (G_pᵀ λ = b_p, minimum norm), τ_act = b_act − (Gᵀλ)_act (paper 004 eq. 21 with S = actuated rows)."""
+    from ..factors.inverse_dynamics import InverseDynamicsResidual
+
+    q, v, a = (np.atleast_2d(np.asarray(x, float)) for x in (q, v, a))
+    b = InverseDynamicsResidual(layout).predict(q, v, a, theta)
+    iv = robot.joint_index_v()
+    pas = passive_mask(robot)
+    act_v, pas_v = iv[~pas], iv[pas]
+    G = closures(robot).motion(q, v, a, True).cv_v  # (N, m, nv)
+    lam = np.zeros((q.shape[0], G.shape[1]))
+    if pas_v.size:
+        lam = np.einsum("nmp,np->nm", np.linalg.pinv(np.transpose(G[:, :, pas_v], (0, 2, 1))), b[:, pas_v])
+    return b[:, act_v] - np.einsum("nmv,nm->nv", G, lam)[:, act_v]
+
+
+def model_efforts(spec: dict, robot, q, v, a) -> np.ndarray:
+    """Efforts (N, n_joints) a looped ``model.json`` dict predicts at joint states (q, v, a) (N, n_joints):
+    actuated joints by `predict_torque`, NaN for passive joints (no effort by design)."""
+    from ..layout import ParameterLayout
+
+    lay = spec["layout"]
+    vs = float(lay.get("friction_velocity_scale") or 0.05)
+    layout = ParameterLayout.create(robot, lay["inertia_parameterization"], lay["friction_model"], vs)
+    names = lay["names"]
+    p = np.array([spec["physical"][n] for n in names], float) if isinstance(spec.get("physical"), dict) \
+        else np.asarray(spec["physical"], float)
+    theta = np.asarray(lay["theta"], float) if lay.get("theta") is not None else layout.to_theta(p)
+    iv = robot.joint_index_v()
+    Q = np.tile(robot.neutral(), (np.shape(q)[0], 1))
+    Q[:, robot.joint_index_q()] = q
+    V, A = np.zeros((Q.shape[0], robot.nv)), np.zeros((Q.shape[0], robot.nv))
+    V[:, iv], A[:, iv] = v, a
+    pas = passive_mask(robot)
+    out = np.full((Q.shape[0], robot.n_joints), np.nan)
+    out[:, ~pas] = predict_torque(robot, layout, theta, Q, V, A)
+    return out

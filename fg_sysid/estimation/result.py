@@ -156,6 +156,8 @@ def _who(ratio: float) -> str:
 
 
 def _identifiability(layout, measured_joints):
+    if getattr(layout.robot, "loops", ()):  # the structural analysis is of the tree: not of a looped robot
+        return None
     try:
         from ..identifiability.parameters import parameter_identifiability
 

@@ -115,45 +115,46 @@ class Actuation:
             d["unencoded"] = list(self.unencoded)
         return d
 
-    def validate(self, joint_names, who: str) -> None:
-        """Every named joint is a movable joint of the model (``RobotError`` otherwise)."""
-        from .model import RobotError
-
+    def problems(self, joint_names, who: str) -> list[str]:
+        """Messages for named joints that are not movable joints of the model (empty: valid)."""
         for key, names in (("gear_ratios", [j for j, _ in self.gear_ratios]), ("passive", self.passive),
                            ("unencoded", self.unencoded)):
             for j in names:
                 if j not in joint_names:
-                    raise RobotError(f"{who}: actuation.{key}: joint {j!r} is not a movable joint of the "
-                                     f"model; joints: {list(joint_names)}")
+                    return [f"{who}: actuation.{key}: joint {j!r} is not a movable joint of the model; "
+                            f"joints: {list(joint_names)}"]
         if joint_names and all(j in self.passive for j in joint_names):
-            raise RobotError(f"{who}: actuation: every joint is passive; at least one must be actuated")
+            return [f"{who}: actuation: every joint is passive; at least one must be actuated"]
+        return []
 
 
-def validate_loops(robot, who: str) -> None:
-    """Check a robot's ``loops`` and ``actuation`` against its model (`RobotError` naming the culprit)."""
-    from .model import RobotError
-
+def loop_problems(robot, who: str) -> list[str]:
+    """Messages for a robot's ``loops`` and ``actuation`` that do not fit its model (empty: valid);
+    `RobotModel.with_metadata` raises the first as a `RobotError`."""
     names = [c.name for c in robot.loops]
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:
-        raise RobotError(f"{who}: loop name(s) {dup} used more than once")
+        return [f"{who}: loop name(s) {dup} used more than once"]
     for c in robot.loops:
         if not isinstance(c, LoopClosure):
-            raise RobotError(f"{who}: loops must be LoopClosure objects, got {type(c).__name__}")
+            return [f"{who}: loops must be LoopClosure objects, got {type(c).__name__}"]
         for f in c.frames:
             if not robot.model.existFrame(f):
-                raise RobotError(f"{who}: loop {c.name!r}: frame {f!r} is not in the model")
+                return [f"{who}: loop {c.name!r}: frame {f!r} is not in the model"]
         ja, jb = (robot.model.frames[robot.model.getFrameId(f)].parentJoint for f in c.frames)
         if ja == jb:
-            raise RobotError(f"{who}: loop {c.name!r}: frames {list(c.frames)} are on the same body "
-                             "(the closure would not constrain anything)")
+            return [f"{who}: loop {c.name!r}: frames {list(c.frames)} are on the same body (the closure "
+                    "would not constrain anything)"]
     if robot.actuation is not None:
         if not isinstance(robot.actuation, Actuation):
-            raise RobotError(f"{who}: actuation must be an Actuation, got {type(robot.actuation).__name__}")
-        robot.actuation.validate(robot.joint_names, who)
+            return [f"{who}: actuation must be an Actuation, got {type(robot.actuation).__name__}"]
+        out = robot.actuation.problems(robot.joint_names, who)
+        if out:
+            return out
         if robot.actuation.unencoded and not robot.loops:
-            raise RobotError(f"{who}: actuation.unencoded {list(robot.actuation.unencoded)} needs loops: "
-                             "without a closure nothing determines an unencoded joint")
+            return [f"{who}: actuation.unencoded {list(robot.actuation.unencoded)} needs loops: without a "
+                    "closure nothing determines an unencoded joint"]
+    return []
 
 
 def actuation_of(robot) -> Actuation:

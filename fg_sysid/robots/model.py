@@ -254,9 +254,11 @@ class RobotModel:
         if self.total_mass is not None and not (np.isfinite(self.total_mass) and self.total_mass > 0):
             raise RobotError(f"{who}: total_mass must be > 0, got {self.total_mass}")
         if self.loops or self.actuation is not None:  # closed loops (issue 11)
-            from .loops import validate_loops
+            from .loops import loop_problems
 
-            validate_loops(self, who)
+            problems = loop_problems(self, who)
+            if problems:
+                raise RobotError(problems[0])
 
     # ------------------------------------------------------------------ contacts, symmetry, friction
     def joint_friction_models(self) -> tuple[str, ...]:

@@ -417,10 +417,16 @@ def _parse_friction(raw, err) -> tuple[str, dict]:
 
 
 def load_robot(name_or_path, **kwargs) -> RobotModel:
-    """A catalog name (``z1``, ``panda``, ...), a URDF file or a robot spec file (``.yaml``, see
-    docs/robot-spec.md). Keyword arguments: ``floating_base``, ``locked_joints`` (and, for URDFs and
-    catalog names, those of `RobotModel.from_urdf`)."""
+    """A catalog name (``z1``, ``panda``, ...), a URDF file, a robot spec file (``.yaml``, see
+    docs/robot-spec.md) or an MJCF file (``.xml``: closures from its equality constraints,
+    `fg_sysid.robots.mjcf_loops`). Keyword arguments: ``floating_base``, ``locked_joints`` (and, for
+    URDFs and catalog names, those of `RobotModel.from_urdf`)."""
     p = Path(str(name_or_path))
     if p.suffix.lower() in (".yaml", ".yml"):
         return RobotSpec.from_file(p).build(**kwargs)
+    if p.suffix.lower() == ".xml":  # MJCF with equality constraints (closed loops, issue 11)
+        from .mjcf_loops import robot_from_mjcf
+
+        robot = robot_from_mjcf(p)
+        return robot.lock(kwargs["locked_joints"]) if kwargs.get("locked_joints") else robot
     return RobotModel.from_name(name_or_path, **kwargs)
