@@ -125,7 +125,7 @@ def _looped_builder(name: str) -> Callable:
     def build(floating_base: bool = False):
         import pinocchio as pin
 
-        from .looped import DATA_DIR
+        from .loop_specs import DATA_DIR
 
         path = str(DATA_DIR / f"{name}.urdf")
         return pin.buildModelFromUrdf(path, pin.JointModelFreeFlyer()) if floating_base \
@@ -136,10 +136,10 @@ def _looped_builder(name: str) -> Callable:
 
 def _looped_extra(name: str, base: dict | None = None) -> dict:
     """``loops``/``actuation`` metadata of a looped robot from its spec (robots/looped.py)."""
-    from .looped import GENERATORS
+    from .loop_specs import SPECS
     from .loops import parse_actuation, parse_loops
 
-    spec = GENERATORS[name][1]()
+    spec = SPECS[name]()
 
     def err(msg):
         return ValueError(f"looped robot {name!r}: {msg}")

@@ -37,9 +37,16 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-DATA_DIR = Path(__file__).resolve().parent / "data" / "loops"
+from .loop_specs import (  # noqa: F401  (re-exported)
+    DATA_DIR,
+    LEGS,
+    b1_fourbar_spec,
+    b1_leg_serial_spec,
+    b1_leg_spec,
+    fourbar_spec,
+)
+
 LOOP_ROBOTS = ("fourbar", "b1_leg_fourbar", "b1_fourbar")
-LEGS = ("FL", "FR", "RL", "RR")
 
 STEEL = 7850.0  # kg/m^3
 FOURBAR = {"a": 0.10, "b": 0.30, "c": 0.25, "d": 0.30, "section": (0.020, 0.010)}
@@ -206,18 +213,6 @@ def fourbar_urdf():
                          build_scene_graph=False, load_meshes=False)
 
 
-def fourbar_spec() -> dict:
-    return {
-        "name": "fourbar",
-        "urdf": "fourbar.urdf",
-        "base": "fixed",
-        "loops": [{"name": "fourbar", "frames": ["coupler_tip", "rocker_tip"], "type": "planar",
-                   "axis": "y"}],
-        "actuation": {"gear_ratios": {"crank_joint": 1.0}, "passive": ["coupler_joint", "rocker_joint"],
-                      "unencoded": ["coupler_joint"]},
-    }
-
-
 # -------------------------------------------------------------------------------------------- B1 legs
 def _b1_source():
     import yourdfpy
@@ -282,35 +277,6 @@ def b1_fourbar_urdf(legs=LEGS, name: str = "b1_fourbar"):
         joints += jt
     return yourdfpy.URDF(robot=yourdfpy.Robot(name=name, links=links, joints=joints),
                          build_scene_graph=False, load_meshes=False)
-
-
-def _b1_actuation(legs) -> dict:
-    motors = ("hip_joint", "thigh_joint", "knee_motor")
-    return {"gear_ratios": {f"{leg}_{j}": 1.0 for leg in legs for j in motors},
-            "passive": [f"{leg}_{j}" for leg in legs for j in ("calf_joint", "rod_joint")],
-            "unencoded": [f"{leg}_rod_joint" for leg in legs]}
-
-
-def _b1_loops(legs) -> list:
-    return [{"name": f"{leg}_knee_fourbar", "frames": [f"{leg}_rod_tip", f"{leg}_calf_pin"], "type": "planar",
-             "axis": "y"} for leg in legs]
-
-
-def b1_leg_spec() -> dict:
-    return {"name": "b1_leg_fourbar", "urdf": "b1_leg_fourbar.urdf", "base": "fixed",
-            "loops": _b1_loops(("FL",)), "actuation": _b1_actuation(("FL",))}
-
-
-def b1_leg_serial_spec() -> dict:
-    """The reduced model of `b1_leg_fourbar`: B1's serial FL leg (knee torque = calf torque)."""
-    return {"name": "b1_leg_serial", "urdf": "b1_leg_serial.urdf", "base": "fixed"}
-
-
-def b1_fourbar_spec() -> dict:
-    return {"name": "b1_fourbar", "urdf": "b1_fourbar.urdf", "base": "floating", "imu_frame": "imu_link",
-            "contacts": [{"frame": f"{leg}_foot", "type": "point"} for leg in LEGS], "contact_radius": 0.02,
-            "symmetry": {"pairs": [["FL_", "FR_"], ["RL_", "RR_"]], "plane": "xz"},
-            "loops": _b1_loops(LEGS), "actuation": _b1_actuation(LEGS)}
 
 
 def b1_leg_serial_urdf():
