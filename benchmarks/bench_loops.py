@@ -375,7 +375,8 @@ def main() -> None:
         print("floating B1, held-out relative RMSE [%], mean over the four legs:")
         print(piv.round(2).to_string())
     pd.concat(tables).to_csv(f"{out}.csv", index=False)
-    pd.concat(ptabs).to_csv(f"{out}_parameters.csv", index=False)
+    if ptabs:
+        pd.concat(ptabs).to_csv(f"{out}_parameters.csv", index=False)
     print(f"wrote {out}.csv, {out}_parameters.csv and the PNGs in {out.parent}")
 
 
