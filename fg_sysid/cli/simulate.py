@@ -75,6 +75,12 @@ def simulate_cmd(robot_name, duration, rate, noise, seed, trajectory_path, frict
     trajectory the noise-free base pose, joint q/v/tau and contact forces. 1/rate must be a
     multiple of the 0.5 ms MuJoCo step; --trajectory is rejected and --friction-velocity-scale
     ignored (MuJoCo's Coulomb friction is a dry-friction constraint).
+
+    Robots with closed loops (fourbar, b1_leg_fourbar, b1_fourbar; docs/loops.md): --simulator rk4 writes
+    the exact in-class log u = Gᵀ(inverse dynamics), --simulator mujoco the MuJoCo truth with loop
+    equality constraints (--friction-model stribeck adds a Stribeck hump, --control-rate sets the
+    controller); floating looped robots step in place (--motion steps | stand). The log has the encoded
+    joints only and efforts of the actuated joints only.
     """
     from ..datasets.excitation import FourierTrajectory, TrajectoryError
     from ..datasets.simulate import SimulationError, simulate, write_simulation
@@ -87,6 +93,11 @@ def simulate_cmd(robot_name, duration, rate, noise, seed, trajectory_path, frict
     if not (math.isfinite(friction_velocity_scale) and friction_velocity_scale > 0):
         fail(f"--friction-velocity-scale must be > 0, got {friction_velocity_scale}")
     robot = load_robot_or_fail(robot_name)
+    if getattr(robot, "loops", ()):  # closed loops (issue 11, docs/loops.md)
+        _simulate_looped(robot, duration, rate, noise, seed, simulator, friction_model, stribeck_ratio,
+                         stribeck_velocity, control_rate, effort_gain_error, effort_offset,
+                         encoder_resolution, motion, trajectory_path, out)
+        return
     effects = _effects_or_fail(robot, simulator, friction_model, stribeck_ratio, stribeck_velocity,
                                control_rate, effort_gain_error, effort_offset, encoder_resolution, rate)
     if robot.floating_base:
@@ -174,3 +185,60 @@ def _simulate_floating(robot, duration, rate, noise, seed, trajectory_path, moti
         write_mujoco_simulation(result, tmp)
     click.echo(f"wrote {out}: {len(result.t)} samples of {robot.name} (floating base, MuJoCo, "
                f"motion {motion}, {len(robot.joint_names)} joints), noise {noise}, seed {seed}")
+
+
+def _simulate_looped(robot, duration, rate, noise, seed, simulator, friction_model, stribeck_ratio,
+                     stribeck_velocity, control_rate, effort_gain_error, effort_offset, encoder_resolution,
+                     motion, trajectory_path, out):
+    """`fg-sysid simulate` for robots with closed loops (docs/loops.md)."""
+    import json
+    from pathlib import Path
+
+    if trajectory_path is not None:
+        fail(f"--trajectory is not supported for looped robot {robot.name!r} (random excitation of its "
+             f"actuated joints)")
+    if effort_gain_error or effort_offset or encoder_resolution:
+        fail(f"looped robot {robot.name!r}: --effort-gain-error, --effort-offset and --encoder-resolution "
+             f"are not supported")
+    if seed < 0:
+        fail(f"--seed must be >= 0, got {seed}")
+    try:
+        from ..datasets import mujoco_loops as ml
+        from ..datasets.simulate import SimulationError
+        from ..robots.looped import LoopDescription
+    except ImportError as e:
+        fail(f"looped robot {robot.name!r}: its simulators need MuJoCo ({e}); install the `sim` extra")
+    act = robot.actuation
+    desc = LoopDescription.from_dict(
+        {"loops": [c.to_dict() for c in robot.loops], "actuation": None if act is None else act.to_dict()},
+        robot.joint_names, src=robot.name)
+    try:
+        if robot.floating_base:
+            if motion not in (None, "steps", "stand"):
+                fail(f"looped floating robot {robot.name!r}: --motion steps or stand, got {motion!r}")
+            res, log, viol = ml.simulate_loop_stance(robot, desc, duration, rate, noise, seed,
+                                                     motion=motion or "steps")
+            with atomic_output_dir(out) as tmp:
+                ml.write_loop_log(log, Path(tmp) / "log.parquet")
+                (Path(tmp) / "truth.json").write_text(json.dumps(res.truth, indent=1, allow_nan=False) + "\n")
+            n, what = len(log.t), f"floating, MuJoCo, motion {motion or 'steps'}"
+        else:
+            if motion is not None:
+                fail(f"--motion is only for floating-base robots (robot {robot.name!r} has a fixed base)")
+            if simulator == "mujoco":
+                result = ml.simulate_loop_mujoco(
+                    robot, desc, duration, rate, noise, seed,
+                    control_rate=1000.0 if control_rate is None else control_rate,
+                    stribeck_ratio=stribeck_ratio if friction_model == "stribeck" else None,
+                    stribeck_velocity=stribeck_velocity)
+            else:
+                if friction_model != "coulomb-viscous" or control_rate is not None:
+                    fail("--friction-model and --control-rate need --simulator mujoco for looped robots")
+                result = ml.simulate_loop_inclass(robot, desc, duration, rate, noise, seed)
+            with atomic_output_dir(out) as tmp:
+                ml.write_loop_simulation(result, tmp)
+            n, viol, what = result.log.n_samples, result.closure_violation, simulator
+    except (SimulationError, ml.ClosureError) as e:
+        fail(str(e))
+    click.echo(f"wrote {out}: {n} samples of {robot.name} ({what}), noise {noise}, seed {seed}; "
+               f"closure violation {viol:.2e} m")

@@ -118,3 +118,51 @@ def resolve_catalog(name: str) -> tuple[Path, CatalogEntry]:
     if not path.is_file():
         raise FileNotFoundError(f"robot {name!r}: URDF {path} is missing from example-robot-data")
     return path, entry
+
+
+# ---------------------------------------------------------------------------------------------- closed loops
+def _looped_builder(name: str) -> Callable:
+    def build(floating_base: bool = False):
+        import pinocchio as pin
+
+        from .loop_specs import DATA_DIR
+
+        path = str(DATA_DIR / f"{name}.urdf")
+        return pin.buildModelFromUrdf(path, pin.JointModelFreeFlyer()) if floating_base \
+            else pin.buildModelFromUrdf(path)
+
+    return build
+
+
+def _looped_extra(name: str, base: dict | None = None) -> dict:
+    """``loops``/``actuation`` metadata of a looped robot from its spec (robots/looped.py)."""
+    from .loop_specs import SPECS
+    from .loops import parse_actuation, parse_loops
+
+    spec = SPECS[name]()
+
+    def err(msg):
+        return ValueError(f"looped robot {name!r}: {msg}")
+
+    extra = dict(base or {})
+    extra["loops"] = parse_loops(spec.get("loops"), err)
+    act = parse_actuation(spec.get("actuation"), err)
+    if act is not None:
+        extra["actuation"] = act
+    return extra
+
+
+#: Robots with closed kinematic loops (issue 11; docs/loops.md): tree URDFs in robots/data/loops.
+LOOPED: dict[str, CatalogEntry] = {
+    "fourbar": CatalogEntry("", "planar four-bar (crank actuated; coupler, rocker passive)",
+                            builder=_looped_builder("fourbar"), extra=_looped_extra("fourbar")),
+    "b1_leg_fourbar": CatalogEntry("", "B1 front-left leg on a fixed trunk, knee driven through a four-bar",
+                                   builder=_looped_builder("b1_leg_fourbar"),
+                                   extra=_looped_extra("b1_leg_fourbar")),
+    "b1_leg_serial": CatalogEntry("", "B1 front-left leg on a fixed trunk (serial chain: reduced model)",
+                                  builder=_looped_builder("b1_leg_serial")),
+    "b1_fourbar": CatalogEntry("", "Unitree B1 with four-bar knees on all legs (free-flyer base)",
+                               floating_base=True, builder=_looped_builder("b1_fourbar"),
+                               extra=_looped_extra("b1_fourbar", _B1_EXTRA)),
+}
+CATALOG.update(LOOPED)

@@ -1,0 +1,384 @@
+"""Closed loops (issue 11): held-out torque per actuated joint, paper 004 Fig. 15 style.
+
+For each looped robot (``fourbar``, ``b1_leg_fourbar``; fg_sysid/robots/looped.py) and truth:
+
+    mujoco    MuJoCo with ``connect`` equalities (soft, violation reported), dry friction (frictionloss:
+              stiction) on the actuated joints, 1 kHz PD + nominal feedforward controller (out-of-class)
+    mujoco-stribeck   the same plus a Stribeck hump fs = 1.5 fc, v_st = 0.1 rad/s
+    in-class  exact inverse dynamics u = Gᵀ(RNEA + armature·a + fc·tanh(v/0.05) + fv·v) along the plan
+
+a training log (``--train`` s, seed ``--seed``) and a held-out log (``--heldout`` s, seed + 1, same truth,
+another excitation), both at ``--rate`` Hz with Gaussian σ = ``--noise`` on q, v, τ. Methods:
+
+    nominal        URDF parameters (no friction, no armature) through the loop model
+    ce-ls          paper 000's constraint-elimination LS (all inertias + motor friction/armature)
+    ce-ls-motor    the same with the inertias at the URDF values (paper 000's legs)
+    reduced        B1 leg only: the default JointSmoother on the serial leg (catalog B1's FL chain), knee
+                   torque = motor torque (the calf encoder as the knee angle)
+    loop-smoother  the JointSmoother on the looped spec (loops-core), when the installed fg_sysid has it
+    true           the true parameters (the floor: what the state pipeline and the friction model cost)
+
+Every method is scored on the same held-out states: actuated encoders filtered (Butterworth 4th order,
+10 Hz, zero phase), accelerations by 4th-order central differences, passive joints from the closures;
+predicted actuated efforts u = Gᵀ τ(q, v, a) against the held-out log's noise-free efforts. The table
+gives the RMSE [N·m] and the relative RMSE [%] per actuated joint; the driven joint's friction and
+armature estimates are printed against the truth, with the combination armature + I_yy(crank) that a
+fixed-axis rotor shares with its link (paper 003: only the sum is identifiable from torques).
+
+Writes ``<out>.csv`` and the PNGs ``<out>_fig15.png`` (measured vs predicted held-out efforts, rows
+nominal / reduced / loop model) and ``<out>_bars.png`` (RMSE per joint and method, log scale).
+
+``--floating``: also the floating B1 with four-bar knees stepping in place in MuJoCo (`run_floating`:
+nominal / reduced floating smoother on the serial B1 / true parameters, with measured contact forces).
+
+Usage: python benchmarks/bench_loops.py [--robots b1_leg_fourbar fourbar] [--truths mujoco in-class]
+       [--train 10] [--heldout 5] [--rate 500] [--noise 0.01] [--seed 0] [--out benchmarks/results/loops]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from fg_sysid.datasets.mujoco_loops import simulate_loop_inclass, simulate_loop_mujoco
+from fg_sysid.estimation.loop_baseline import (
+    ConstraintEliminationLS,
+    loop_states,
+    nominal_parameters,
+    parameter_names,
+    predict_loop_efforts,
+    serial_log,
+    serial_states,
+)
+from fg_sysid.robots.looped import load_loop_robot, loop_robot_path
+
+SERIAL = {"b1_leg_fourbar": ("b1_leg_serial", {"FL_calf_joint": "FL_knee_motor"})}
+DRIVEN = {"fourbar": ("crank_joint", "crank"), "b1_leg_fourbar": ("FL_knee_motor", "FL_crank")}
+
+
+TRUTHS = ("mujoco", "mujoco-stribeck", "in-class")
+
+
+def simulate(truth: str, robot, desc, duration, rate, noise, seed, given=None):
+    if truth == "mujoco":
+        return simulate_loop_mujoco(robot, desc, duration, rate, noise, seed, truth=given)
+    if truth == "mujoco-stribeck":
+        return simulate_loop_mujoco(robot, desc, duration, rate, noise, seed, truth=given, stribeck_ratio=1.5)
+    return simulate_loop_inclass(robot, desc, duration, rate, noise, seed, truth=given)
+
+
+def loop_smoother(robot_name: str):
+    """The loops-core estimator, if this fg_sysid has it: (fit(log) -> predictor(states)) or None."""
+    try:
+        from fg_sysid.estimation import loop_terms  # noqa: F401  (present once loops-core is merged)
+        from fg_sysid.estimation.smoother import JointSmoother
+        from fg_sysid.factors.inverse_dynamics import InverseDynamicsResidual
+        from fg_sysid.robots import load_robot
+    except ImportError:
+        return None
+    robot = load_robot(str(loop_robot_path(robot_name)))
+    if not getattr(robot, "loops", None):
+        return None
+
+    def fit(log):
+        import tempfile
+
+        from fg_sysid.datasets.io import load_log_for_robot, write_log
+
+        with tempfile.TemporaryDirectory() as tmp:  # the `fg-sysid identify` path: file -> Log
+            write_log(log, Path(tmp) / "log.parquet")
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                robot_l, log_l = load_log_for_robot(Path(tmp) / "log.parquet", robot)
+                sm = JointSmoother(robot_l, verbose=True).fit(log_l)
+        res = sm.result_
+
+        def predict(states, desc, loop_robot):
+            tau = InverseDynamicsResidual(res.layout).predict(states.q, states.v, states.a, res.theta)
+            return project(loop_robot, desc, states, tau)
+
+        return res, predict
+
+    return fit
+
+
+def project(robot, desc, states, tau_full) -> np.ndarray:
+    """u_k = (G_kᵀ τ_k) on the actuated joints."""
+    from fg_sysid.robots.loop_kinematics import ClosureKinematics
+
+    ck = ClosureKinematics(robot.model, desc.loops)
+    names = list(robot.joint_names)
+    iv = np.asarray(robot.joint_index_v(), int)
+    act = [names.index(j) for j in states.actuated]
+    dep = [i for i in range(len(names)) if i not in act]
+    out = np.empty((len(states.t), len(act)))
+    for k in range(len(states.t)):
+        G, ind = ck.dependent_map(states.q[k], iv[dep])
+        pos = {int(c): i for i, c in enumerate(ind)}
+        out[k] = (G.T @ tau_full[k])[[pos[int(iv[i])] for i in act]]
+    return out
+
+
+def run(robot_name: str, truth: str, args) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
+    robot, desc = load_loop_robot(robot_name)
+    t0 = time.perf_counter()
+    tr = simulate(truth, robot, desc, args.train, args.rate, args.noise, args.seed)
+    ho = simulate(truth, robot, desc, args.heldout, args.rate, args.noise, args.seed + 1, given=tr.truth)
+    print(f"[{robot_name} / {truth}] simulated {args.train:g} + {args.heldout:g} s in "
+          f"{time.perf_counter() - t0:.1f} s; closure violation {tr.closure_violation:.2e} / "
+          f"{ho.closure_violation:.2e} m", flush=True)
+    act = [robot.joint_names.index(j) for j in desc.actuated(robot.joint_names)]
+    st = loop_states(robot, desc, ho.log)
+    keep = st.keep
+    u_true = ho.truth_log.tau[:, act]
+    names = parameter_names(robot)
+    p_true = np.array([tr.truth["parameters"][n] for n in names])
+    preds, params, seconds = {}, {}, {}
+
+    preds["nominal"] = predict_loop_efforts(robot, desc, nominal_parameters(robot), st)
+    params["nominal"] = nominal_parameters(robot)
+    preds["true"] = predict_loop_efforts(robot, desc, p_true, st)
+    params["true"] = p_true
+    for method, identify in (("ce-ls", "all"), ("ce-ls-motor", "motor")):
+        t1 = time.perf_counter()
+        ce = ConstraintEliminationLS(robot, desc, identify=identify).fit(tr.log)
+        seconds[method] = time.perf_counter() - t1
+        preds[method] = ce.predict(st)
+        params[method] = ce.result_.estimate
+    if robot_name in SERIAL:
+        from fg_sysid.estimation.smoother import JointSmoother
+        from fg_sysid.validation import predict_efforts
+
+        s_name, emap = SERIAL[robot_name]
+        srobot, _ = load_loop_robot(s_name)
+        t1 = time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            sm = JointSmoother(srobot).fit(serial_log(tr.log, srobot, emap))
+        seconds["reduced"] = time.perf_counter() - t1
+        qs, vs, as_ = serial_states(srobot, robot, st)
+        u_s = predict_efforts(sm.result_, srobot, qs, vs, as_)
+        motor_of = {emap.get(j, j): i for i, j in enumerate(srobot.joint_names)}
+        preds["reduced"] = np.column_stack([u_s[:, motor_of[j]] for j in st.actuated])
+    fit_loop = loop_smoother(robot_name)
+    if fit_loop is not None:
+        t1 = time.perf_counter()
+        res, predictor = fit_loop(tr.log)
+        seconds["loop-smoother"] = time.perf_counter() - t1
+        preds["loop-smoother"] = predictor(st, desc, robot)
+        est = dict(zip(res.names, res.estimate, strict=True))
+        params["loop-smoother"] = np.array([est.get(n, np.nan) for n in names])
+    else:
+        print("  (loop-smoother: not in this fg_sysid — loops-core not merged)")
+
+    rows = []
+    for method, u in preds.items():
+        err = u[keep] - u_true[keep]
+        for i, j in enumerate(st.actuated):
+            rms = float(np.sqrt(np.mean(u_true[keep, i] ** 2)))
+            e = float(np.sqrt(np.mean(err[:, i] ** 2)))
+            rows.append({"robot": robot_name, "truth": truth, "method": method, "joint": j, "rmse": e,
+                         "relative_%": 100 * e / rms, "seconds": seconds.get(method, 0.0)})
+    table = pd.DataFrame(rows)
+
+    joint, crank = DRIVEN[robot_name]
+    i_fc, i_fv, i_arm = (names.index(f"{joint}.{s}") for s in ("fc", "fv", "armature"))
+    i_iyy = names.index(f"{crank}.iyy")
+    prow = []
+    for method, p in params.items():
+        prow.append({"robot": robot_name, "truth": truth, "method": method, "joint": joint,
+                     "fc": p[i_fc], "fv": p[i_fv], "armature": p[i_arm],
+                     "armature+iyy_crank": p[i_arm] + p[i_iyy]})
+    ptab = pd.DataFrame(prow)
+    for col in ("fc", "fv", "armature", "armature+iyy_crank"):
+        ptab[f"{col}_err_%"] = 100 * (ptab[col] / float(ptab.loc[ptab.method == "true", col].iloc[0]) - 1)
+    extra = {"t": st.t, "keep": keep, "u_true": u_true, "preds": preds, "actuated": st.actuated,
+             "violation": (tr.closure_violation, ho.closure_violation)}
+    return table, ptab, extra
+
+
+def plot(extra: dict, title: str, path_fig15: Path, table: pd.DataFrame, path_bars: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = [m for m in ("nominal", "reduced", "ce-ls", "loop-smoother") if m in extra["preds"]]
+    joints = extra["actuated"]
+    t, keep = extra["t"], extra["keep"]
+    fig, axes = plt.subplots(len(rows), len(joints), figsize=(3.6 * len(joints), 2.2 * len(rows)),
+                             sharex=True, squeeze=False)
+    for r, m in enumerate(rows):
+        for c, j in enumerate(joints):
+            ax = axes[r, c]
+            ax.plot(t[keep], extra["u_true"][keep, c], color="tab:blue", lw=1.0,
+                    label="measured (noise-free)")
+            ax.plot(t[keep], extra["preds"][m][keep, c], color="tab:orange", lw=1.0, label="predicted")
+            e = table[(table.method == m) & (table.joint == j)]["relative_%"].iloc[0]
+            ax.set_title(f"{m}: {j} ({e:.1f} %)", fontsize=8)
+            if c == 0:
+                ax.set_ylabel("effort [N·m]")
+    for ax in axes[-1]:
+        ax.set_xlabel("t [s]")
+    axes[0, 0].legend(fontsize=7)
+    fig.suptitle(title, fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path_fig15, dpi=110)
+    plt.close(fig)
+
+    methods = [m for m in ("nominal", "reduced", "ce-ls-motor", "ce-ls", "loop-smoother", "true")
+               if m in set(table.method)]
+    fig, ax = plt.subplots(figsize=(1.6 + 1.5 * len(joints), 3.2))
+    w = 0.8 / len(methods)
+    for k, m in enumerate(methods):
+        vals = [table[(table.method == m) & (table.joint == j)]["rmse"].iloc[0] for j in joints]
+        ax.bar(np.arange(len(joints)) + (k - (len(methods) - 1) / 2) * w, vals, w, label=m)
+    ax.set_xticks(np.arange(len(joints)), joints, fontsize=8)
+    ax.set_yscale("log")
+    ax.set_ylabel("held-out RMSE [N·m]")
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=7, ncol=2)
+    fig.tight_layout()
+    fig.savefig(path_bars, dpi=110)
+    plt.close(fig)
+
+
+# ---------------------------------------------------------------------------------------------- floating
+def run_floating(args) -> pd.DataFrame:
+    """Floating B1 with four-bar knees, step in place (module docstring of `simulate_loop_stance`):
+    held-out actuated efforts with the held-out log's measured contact forces,
+    u = Gᵀ(ID(q, v, a; p) − Σ_f J_fᵀ f_f) on the actuated joints, states by SG on the manifold of the
+    serial view (base, hip, thigh, calf encoders) and the knee motors and rods from the closures."""
+    from fg_sysid.datasets.mujoco_loops import simulate_loop_stance
+    from fg_sysid.estimation.floating_smoother import FloatingBaseSmoother
+    from fg_sysid.floating_validation import (
+        contact_generalized_forces,
+        floating_inverse_dynamics,
+        floating_states,
+        predict_floating_efforts,
+    )
+    from fg_sysid.robots import load_robot
+    from fg_sysid.robots.loop_kinematics import ClosureKinematics
+
+    robot, desc = load_loop_robot("b1_fourbar")
+    serial = load_robot("b1")
+    emap = {f"{leg}_calf_joint": f"{leg}_knee_motor" for leg in ("FL", "FR", "RL", "RR")}
+    t0 = time.perf_counter()
+    res_tr, log_tr, viol_tr = simulate_loop_stance(robot, desc, args.floating_train, args.rate, args.noise,
+                                                   args.seed)
+    res_ho, log_ho, viol_ho = simulate_loop_stance(robot, desc, args.floating_heldout, args.rate,
+                                                   args.noise, args.seed + 1, step_period=2.0,
+                                                   truth=res_tr.truth)
+    print(f"[b1_fourbar / mujoco steps] simulated {args.floating_train:g} + {args.floating_heldout:g} s in "
+          f"{time.perf_counter() - t0:.1f} s; closure violation {viol_tr:.2e} / {viol_ho:.2e} m", flush=True)
+    # held-out: the same robot, another gait timing (2.0 s per foot) and noise draw
+    sl_ho = serial_log(log_ho, serial, emap)
+    rows, q_s, v_s, a_s = floating_states(sl_ho, serial)
+    names, snames = list(robot.joint_names), list(serial.joint_names)
+    iq, iv = robot.joint_index_q(), robot.joint_index_v()
+    siq, siv = serial.joint_index_q(), serial.joint_index_v()
+    ck = ClosureKinematics(robot.model, desc.loops)
+    knee_rod = [iv[i] for i, j in enumerate(names) if j.endswith(("knee_motor", "rod_joint"))]
+    passive = [iv[names.index(j)] for j in desc.passive]
+    act = [names.index(j) for j in desc.actuated(names)]
+    q = np.tile(np.asarray(res_ho.q_pin[rows[0]], float), (len(rows), 1))
+    v, a = np.zeros((len(rows), robot.nv)), np.zeros((len(rows), robot.nv))
+    qk = np.asarray(res_ho.q_pin[rows[0]], float).copy()
+    for k in range(len(rows)):
+        qk[:7] = q_s[k, :7]
+        qk[[iq[names.index(j)] for j in snames]] = q_s[k, siq]
+        qk = ck.solve_passive(qk, knee_rod)
+        ind = np.setdiff1d(np.arange(robot.nv), knee_rod)
+        pos = {int(c): i for i, c in enumerate(ind)}
+        vi, ai = np.zeros(ind.size), np.zeros(ind.size)
+        vi[:6], ai[:6] = v_s[k, :6], a_s[k, :6]
+        for j, c in zip(snames, siv, strict=True):
+            vi[pos[int(iv[names.index(j)])]] = v_s[k, c]
+            ai[pos[int(iv[names.index(j)])]] = a_s[k, c]
+        q[k] = qk
+        v[k], a[k], _ = ck.complete(qk, vi, ai, knee_rod)
+    forces = [log_ho.forces[f][rows] for f in robot.contact_frames]
+    JtF = contact_generalized_forces(robot, q, forces, robot.contact_frames, robot.contact_radius)
+
+    def project(gen):
+        out = np.empty((len(rows), len(act)))
+        for k in range(len(rows)):
+            G, ind = ck.dependent_map(q[k], passive)
+            pos = {int(c): i for i, c in enumerate(ind)}
+            out[k] = (G.T @ gen[k])[[pos[int(iv[i])] for i in act]]
+        return out
+
+    pnames = parameter_names(robot)
+    p_true = np.array([res_ho.truth["parameters"][n] for n in pnames])
+    preds = {"true": project(floating_inverse_dynamics(p_true, robot, q, v, a) - JtF),
+             "nominal": project(floating_inverse_dynamics(nominal_parameters(robot), robot, q, v, a) - JtF)}
+    # reduced: the floating smoother on the serial view of the training log
+    t1 = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fs = FloatingBaseSmoother(serial).fit(serial_log(log_tr, serial, emap))
+    u_s = predict_floating_efforts(fs.result_, serial, q_s, v_s, a_s, forces, serial.contact_frames,
+                                   serial.contact_radius)
+    col = {emap.get(j, j): i for i, j in enumerate(snames)}
+    preds["reduced"] = np.column_stack([u_s[:, col[names[i]]] for i in act])
+    print(f"  reduced floating smoother: {time.perf_counter() - t1:.0f} s")
+    u_true = res_ho.tau[rows][:, act]
+    out = []
+    for m, u in preds.items():
+        for c, i in enumerate(act):
+            e = float(np.sqrt(np.mean((u[:, c] - u_true[:, c]) ** 2)))
+            out.append({"robot": "b1_fourbar", "truth": "mujoco-steps", "method": m, "joint": names[i],
+                        "rmse": e, "relative_%": 100 * e / float(np.sqrt(np.mean(u_true[:, c] ** 2)))})
+    return pd.DataFrame(out)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--robots", nargs="*", default=["b1_leg_fourbar", "fourbar"])
+    ap.add_argument("--truths", nargs="+", default=["mujoco", "in-class"], choices=TRUTHS)
+    ap.add_argument("--train", type=float, default=10.0)
+    ap.add_argument("--heldout", type=float, default=5.0)
+    ap.add_argument("--rate", type=float, default=500.0)
+    ap.add_argument("--noise", type=float, default=0.01)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--out", default="benchmarks/results/loops")
+    ap.add_argument("--floating", action="store_true", help="also the floating B1 with four-bar knees")
+    ap.add_argument("--floating-train", type=float, default=9.6)
+    ap.add_argument("--floating-heldout", type=float, default=4.8)
+    args = ap.parse_args()
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tables, ptabs = [], []
+    pd.set_option("display.width", 160)
+    for robot_name in args.robots:
+        for truth in args.truths:
+            table, ptab, extra = run(robot_name, truth, args)
+            tables.append(table)
+            ptabs.append(ptab)
+            print(table.pivot(index="method", columns="joint", values="relative_%").round(2).to_string())
+            print(table.pivot(index="method", columns="joint", values="rmse").round(4).to_string())
+            print(ptab.round(5).to_string(index=False))
+            stem = f"{out.name}_{robot_name}_{truth}"
+            title = (f"{robot_name}, {truth} truth, σ = {args.noise:g}, held-out {args.heldout:g} s "
+                     f"(train {args.train:g} s, {args.rate:g} Hz)")
+            plot(extra, title, out.parent / f"{stem}_fig15.png", table, out.parent / f"{stem}_bars.png")
+    if args.floating:
+        ft = run_floating(args)
+        tables.append(ft)
+        piv = ft.assign(leg=ft.joint.str[:2], kind=ft.joint.str[3:]).pivot_table(
+            index="method", columns="kind", values="relative_%", aggfunc="mean")
+        print("floating B1, held-out relative RMSE [%], mean over the four legs:")
+        print(piv.round(2).to_string())
+    pd.concat(tables).to_csv(f"{out}.csv", index=False)
+    if ptabs:
+        pd.concat(ptabs).to_csv(f"{out}_parameters.csv", index=False)
+    print(f"wrote {out}.csv, {out}_parameters.csv and the PNGs in {out.parent}")
+
+
+if __name__ == "__main__":
+    main()
