@@ -128,6 +128,25 @@ def setup(smoother, log: Log) -> Log:
 
 
 # ---------------------------------------------------------------------------------------------- terms
+def initial_parameters(smoother, log: Log):
+    """Initial physical parameters (baseline layout) of a looped robot: paper 000's constraint-elimination
+    least squares (`loop_baseline.ConstraintEliminationLS`, inertias + actuated joints' friction and
+    armature; the tree least squares would ignore the closure forces), or None (with a note) when it
+    cannot run on this log."""
+    from ..robots.looped import LoopDescription
+    from .loop_baseline import ConstraintEliminationLS
+
+    try:
+        desc = LoopDescription.from_robot(smoother.robot)
+        ls = ConstraintEliminationLS(smoother.robot, desc, identify="all",
+                                     velocity_scale=smoother.friction_velocity_scale).fit(log)
+    except (ValueError, np.linalg.LinAlgError) as e:
+        smoother._log(f"initial θ: constraint-elimination least squares unavailable ({e}); prior mean")
+        return None
+    smoother._log(f"initial θ: constraint-elimination least squares (rank {ls.result_.rank})")
+    return smoother._from_baseline_layout(ls.result_.estimate)
+
+
 def loop_kinematics(problem: Problem, L: LoopClosures, sigma_position=SIGMA_POSITION,
                     sigma_velocity=SIGMA_VELOCITY, sigma_acceleration=SIGMA_ACCELERATION) -> list:
     """Closure constraints at position, velocity and acceleration level (knot terms)."""
@@ -230,7 +249,11 @@ def force_scale(robot) -> float:
 
 # ------------------------------------------------------------------------------------------ smoother hooks
 def adjust_prior(robot, layout, theta_bar, theta_std):
-    """Passive joints have no rotor: armature prior mean at the floor (1e-9 kg·m²) with a tight std."""
+    """Passive joints have no rotor and (by assumption) frictionless pins: armature prior mean at the floor
+    (1e-9 kg·m²) and friction at the friction model's floors, both with a tight std. Through the linkage a
+    passive pin's friction is nearly collinear with the driving motor's (measured on the B1 knee four-bar:
+    left free, the motor's viscous friction collapsed to its floor); paper 000's constraint-elimination
+    least squares makes the same choice."""
     pas = passive_mask(robot)
     if not pas.any():
         return theta_bar, theta_std
@@ -238,6 +261,13 @@ def adjust_prior(robot, layout, theta_bar, theta_std):
     idx = np.arange(layout.s_armature.start, layout.s_armature.stop)[pas]
     theta_bar[idx] = layout.armature.to_theta(np.full(idx.size, layout.armature.FLOOR))
     theta_std[idx] = 1e-6
+    if layout.fit_friction:
+        kf = layout.friction.n_params
+        floor = layout.friction.default_physical(0.0, 0.0)
+        for j in np.flatnonzero(pas):
+            sl = slice(layout.s_friction.start + kf * j, layout.s_friction.start + kf * (j + 1))
+            theta_bar[sl] = layout.friction.to_theta(floor)
+            theta_std[sl] = 1e-6
     return theta_bar, theta_std
 
 

@@ -198,6 +198,8 @@ class JointSmoother:
                     p_init = self._from_baseline_layout(ls.estimate)
             except ValueError as e:
                 warnings.warn(f"cross-validated initial filter unavailable ({e}); using 50 ms", stacklevel=2)
+        elif self.init == "ls-sg" and robot.loops:
+            p_init = loop_terms.initial_parameters(self, log)  # paper 000's constraint-elimination LS
         self.init_filter_ = {"window_s": window_s, "polyorder": order}
         self._energy_log = None
         if self.energy:

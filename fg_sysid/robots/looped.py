@@ -115,6 +115,17 @@ class LoopDescription:
                 raise LoopRobotError(f"{src}: actuation.{what}: unknown joint(s) {bad}")
         return cls(tuple(loops), gears, passive, unencoded)
 
+    @classmethod
+    def from_robot(cls, robot) -> LoopDescription:
+        """The description of a `RobotModel` that carries ``loops`` / ``actuation`` (spec or MJCF input)."""
+        act = robot.actuation
+        data = {"loops": [{"name": lp.name, "frames": list(lp.frames), "type": lp.type, "axis": lp.axis}
+                          for lp in robot.loops],
+                "actuation": {} if act is None else {"gear_ratios": dict(act.gear_ratios),
+                                                     "passive": list(act.passive),
+                                                     "unencoded": list(act.unencoded)}}
+        return cls.from_dict(data, robot.joint_names, robot.name)
+
     def actuated(self, joint_names) -> list[str]:
         return [j for j in joint_names if j not in self.passive]
 
