@@ -8,6 +8,7 @@ import time
 import click
 import numpy as np
 
+from .actuation_options import FIT_ACTUATION_HELP, annotate_actuation, parse_fit_actuation  # issue 9
 from .common import atomic_output_dir, echo_err, fail, main
 from .data_options import (  # issue 14: ROS bags, degenerate-data checks
     allow_prior_option,
@@ -156,6 +157,8 @@ def _positive(name, val, allow_none=True):
 @click.option("--energy/--no-energy", default=False, show_default=True,
               help="Smoother, fixed base: a work-energy observation per knot interval (paper 004 eq. 63; "
                    "needs every effort measured; docs/energy.md).")
+@click.option("--fit-actuation", "fit_actuation", default=None, metavar="PARTS",
+              help=FIT_ACTUATION_HELP)  # issue 9 item 2
 @click.option("--quiet", is_flag=True, help="No per-iteration progress on stderr.")
 @bag_options  # issue 14
 @allow_prior_option  # issue 14
@@ -163,7 +166,7 @@ def identify_cmd(log_path, robot_source, out, method, knot_stride, sigma_q, sigm
                  friction, friction_velocity_scale, max_iterations, contact_radius, total_mass,
                  total_mass_std,
                  symmetry, symmetry_std, constraints, process_noise, impacts, touchdown_settle, use_forces,
-                 energy, quiet):
+                 energy, fit_actuation, quiet):
     """Identify ROBOT's physical parameters from LOG (CSV or Parquet, t/q.*/v.*/tau.* columns, or a ROS
     bag: rosbag2 directory, .db3, .mcap, ROS 1 .bag; see docs/data-format.md).
 
@@ -202,6 +205,9 @@ def identify_cmd(log_path, robot_source, out, method, knot_stride, sigma_q, sigm
         fail("--energy applies to the smoother on fixed-base robots (floating bases: not yet)")
     if energy:
         options["energy"] = True
+    actuation = parse_fit_actuation(fit_actuation, method, robot.floating_base, energy)  # issue 9 item 2
+    if actuation:
+        options["fit_actuation"] = actuation
     if robot.floating_base:
         _check_floating_options(contact_radius, total_mass, total_mass_std, symmetry_std, touchdown_settle)
         options.update(contact_radius=contact_radius, total_mass=total_mass, total_mass_std=total_mass_std,
@@ -238,6 +244,8 @@ def identify_cmd(log_path, robot_source, out, method, knot_stride, sigma_q, sigm
         summary = write_identification(tmp, result, sg_filter, robot, log, log_path, robot_source, method,
                                        options, time.perf_counter() - t0, estimator=est)
         annotate_summary(tmp, log, checks)  # issue 14
+        if actuation:  # issue 9 item 2
+            annotate_actuation(tmp, result)
     msg = (f"wrote {out}: {len(summary.get('joints', []))} joints, {summary.get('parameters')} parameters, "
            f"method {method}, {summary.get('iterations')} iterations, converged: {summary.get('converged')}, "
            f"physically consistent: {summary.get('physically_consistent')}")

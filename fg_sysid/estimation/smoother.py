@@ -85,6 +85,10 @@ class JointSmoother:
         solver: "structured" (default, O(N) block elimination) or "gtsam" (GTSAM multifrontal).
         energy: add a work–energy observation per knot interval (paper 004 eq. 63, `terms.energy`; needs
             every effort measured); its std is the input work's from the effort and velocity noise.
+        fit_actuation: effort-sensor parts to estimate per joint, of ("gain", "offset") (issue 9 item 2,
+            `fg_sysid.factors.actuation`: logged effort = gain·τ + offset); () = efforts are joint torques.
+        gain_prior_std: prior std of log(gain) around 1 (0.1 ≈ 10 %); it anchors the gains' common scale.
+        offset_prior_relative: prior std of the offset around 0, relative to the joint's RMS logged effort.
         extra_terms: callables ``(problem, smoother) -> problem.Term`` adding the user's own factor terms
             (e.g. motion-capture positions at some knots; ``smoother.knot_times_`` holds the knot times).
         verbose: print one line per iteration to stderr.
@@ -97,7 +101,8 @@ class JointSmoother:
                  reweight_rounds: int = 2, max_iterations: int = 30, tol: float = 1e-3,
                  solver: str = "structured", init: str = "ls-sg", process_fraction: float = 0.3,
                  fit_friction: bool = True, fit_armature: bool = True,
-                 energy: bool = False, extra_terms=(), verbose: bool = False):
+                 energy: bool = False, extra_terms=(), verbose: bool = False,
+                 fit_actuation=(), gain_prior_std: float = 0.1, offset_prior_relative: float = 0.1):
         self.robot = robot
         self.inertia = inertia
         self.friction = friction
@@ -120,6 +125,9 @@ class JointSmoother:
         self.energy = energy
         self.extra_terms = tuple(extra_terms)
         self.verbose = verbose
+        self.fit_actuation = tuple(fit_actuation or ())  # issue 9 item 2
+        self.gain_prior_std = gain_prior_std
+        self.offset_prior_relative = offset_prior_relative
 
     # ------------------------------------------------------------------ public
     def fit(self, log: Log) -> JointSmoother:
@@ -145,7 +153,10 @@ class JointSmoother:
         warn_if_inconsistent(robot.nominal_inertial_parameters(), list(robot.body_names), "URDF prior")
         self.layout_ = layout = ParameterLayout.create(
             robot, self.inertia, self.friction, self.friction_velocity_scale,
-            fit_friction=self.fit_friction, fit_armature=self.fit_armature)
+            fit_friction=self.fit_friction, fit_armature=self.fit_armature, actuation=self.fit_actuation)
+        if self.energy and layout.n_actuation:  # issue 9 item 2
+            raise EstimationError("energy observations and the actuation model cannot be combined yet (the "
+                                  "measured input work would need the gains and offsets)")
         self._space = ConfigurationSpace(robot.model)
         self._lm = LevenbergMarquardt(SolverOptions("line-search", self.tol, self.max_iterations,
                                                     backend=self.solver, verbose=self.verbose))
@@ -208,7 +219,10 @@ class JointSmoother:
         a0 = as_[idx].copy()
         self.noise_ = noise = self._noise_levels(log, idx, a0, ls_rms)
         prior_mean_phys = None if self.prior_mean is None else np.asarray(self.prior_mean, float)
-        theta_bar, theta_std = layout.prior(self.prior_relative, mean_physical=prior_mean_phys)
+        act_prior = {} if not layout.n_actuation else {  # issue 9 item 2
+            "gain_log_std": self.gain_prior_std,
+            "offset_std": np.maximum(self.offset_prior_relative * noise.tau_rms, 1e-6)}
+        theta_bar, theta_std = layout.prior(self.prior_relative, mean_physical=prior_mean_phys, **act_prior)
         self._theta_bar, self._theta_std = theta_bar, theta_std
         theta = theta_bar.copy()
         if p_init is not None:
