@@ -139,6 +139,9 @@ def test_smoother_recovers_gain_and_offset(sensor_log):
     assert np.ptp(o_true) > 0.3  # offsets of the truth are not negligible
     table, scale = actuation_report(res)
     assert scale["determined_by"] == "log", scale
+    tab = res.parameters_table()
+    assert set(tab[tab.name.str.endswith(".effort_gain")].structural) == {"combination"}
+    assert set(tab[tab.name.str.endswith(".effort_offset")].structural) == {"identifiable"}
     assert list(table.joint) == list(robot.joint_names)
     # default prior (no anchor): ratios right, common scale from the prior
     sm2 = JointSmoother(robot, fit_actuation=("gain", "offset"), max_iterations=15).fit(sim.log)
