@@ -208,3 +208,15 @@ def test_cli_fit_actuation_and_predict(sensor_log, tmp_path):
     a = np.zeros_like(v)
     np.testing.assert_allclose(predict_efforts(spec, robot, q, v, a),
                                g * predict_efforts(plain, robot, q, v, a) + o, rtol=1e-9, atol=1e-9)
+    # export: the MJCF motors take the logged effort (gear 1/g, bias −o)
+    import mujoco
+
+    xml = tmp_path / "fit.xml"
+    ok = runner.invoke(main, ["export", str(out), "--mjcf", str(xml)])
+    assert ok.exit_code == 0, ok.output
+    m = mujoco.MjModel.from_xml_path(str(xml))
+    d = mujoco.MjData(m)
+    ctrl = np.linspace(-1.0, 1.0, m.nu)
+    d.ctrl[:] = ctrl
+    mujoco.mj_forward(m, d)
+    np.testing.assert_allclose(d.qfrc_actuator[:robot.n_joints], (ctrl - o) / g, rtol=1e-5, atol=1e-6)
