@@ -25,6 +25,7 @@ def solved():
         sim = simulate(robot, 0.6, 100, 0.01, 3)
         sm = JointSmoother(robot, sigma_q=0.01, sigma_v=0.01, sigma_tau=0.01, init="savgol",
                            max_iterations=20).fit(sim.log)
+    sm.test_log = sim.log
     return sm
 
 
@@ -103,3 +104,26 @@ def test_columns_and_bad_terms(solved):
     finally:
         bad_problem.terms.pop()
     del bad
+
+
+def test_helmert_step_tightens_the_loose_process_noise(solved):
+    """One variance-component step: the encoders (σ right) keep their σ within 10 %, the loose process noise
+    is tightened, and the refit's integration χ²/redundancy moves towards 1."""
+    from fg_sysid.estimation.noise_balance import balanced_noise
+
+    sm = solved
+    before = term_balance(sm.problem_, sm.states_, sm.result_.theta, probes=8).set_index("term")
+    noise, factors = balanced_noise(sm, probes=8)
+    assert 0.9 < factors["encoders"] < 1.12, factors
+    assert factors["integration"] is not None and factors["integration"] < 0.6, factors
+    np.testing.assert_allclose(noise.process_v, sm.noise_.process_v * factors["integration"])
+    assert "Helmert" in noise.source["process_q"]
+    h = float(np.median(np.diff(sm.knot_times_)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        sm2 = JointSmoother(sm.robot, sigma_q=noise.q, sigma_v=noise.v, sigma_tau=noise.tau,
+                            sigma_process=noise.process_v / h, init="savgol", max_iterations=20).fit(
+            sm.test_log)
+    after = term_balance(sm2.problem_, sm2.states_, sm2.result_.theta, probes=8).set_index("term")
+    assert (abs(np.log(after.loc["integration", "chi2_per_dof"]))
+            < abs(np.log(before.loc["integration", "chi2_per_dof"]))), (before, after)

@@ -24,7 +24,7 @@ import pandas as pd
 from .linear_solver import LinearizedGraph, StructuredSolver
 from .problem import Evaluation, Problem
 
-__all__ = ["term_balance"]
+__all__ = ["balanced_noise", "term_balance"]
 
 
 def term_balance(problem: Problem, x, theta, probes: int = 4, seed: int = 0,
@@ -121,3 +121,40 @@ def _apply(touches, wb, dx, dtheta) -> np.ndarray:
     if wb.Jt is not None:
         out = out + wb.Jt @ dtheta
     return out
+
+
+#: term name -> the NoiseLevels fields it scales (one Helmert factor per term; `balanced_noise`)
+_TERM_FIELDS = {"encoders": ("q",), "velocities": ("v",), "inverse_dynamics": ("tau",),
+                "integration": ("process_q", "process_v")}
+
+
+def balanced_noise(smoother, probes: int = 4, min_se: float = 5.0, seed: int = 0):
+    """One step of Helmert's variance-component estimation on a fitted `JointSmoother`.
+
+    Each measurement term's σ (all joints together) is multiplied by sqrt(χ²_i / r_i) from `term_balance`
+    at the smoother's solution, when the redundancy r_i is at least ``min_se`` standard errors of its
+    Hutchinson estimate (otherwise the term keeps its σ). Returns ``(noise, factors)``: a new
+    `NoiseLevels` and {term: factor or None}. Refit with ``sigma_q=noise.q, sigma_v=noise.v,
+    sigma_tau=noise.tau, sigma_process=noise.process_v / h`` (h = median knot spacing [s]).
+    """
+    from dataclasses import replace
+
+    df = term_balance(smoother.problem_, smoother.states_, smoother.result_.theta, probes=probes,
+                      seed=seed).set_index("term")
+    noise = replace(smoother.noise_, source=dict(smoother.noise_.source))
+    factors = {}
+    for term, fields in _TERM_FIELDS.items():
+        if term not in df.index:
+            continue
+        row = df.loc[term]
+        ok = row["redundancy"] > min_se * row["redundancy_se"] and row["redundancy"] > 0
+        f = float(np.sqrt(row["chi2"] / row["redundancy"])) if ok else None
+        factors[term] = f
+        if f is None:
+            continue
+        for name in fields:
+            val = getattr(noise, name)
+            if val is not None:
+                setattr(noise, name, np.asarray(val, float) * f)
+        noise.source[fields[0]] = f"Helmert variance component (x{f:.3g})"
+    return noise, factors
