@@ -26,6 +26,7 @@ METHODS = {
     "smoother-vs0.01": ("smoother", {"friction_velocity_scale": 0.01}),
     "smoother-vs-estimated": ("smoother", {"friction": "coulomb-viscous-scale"}),
     "smoother-fixed-width": ("smoother", {"friction": "coulomb-viscous"}),  # the default before session 4
+    "smoother+actuation": ("smoother", {"fit_actuation": ("gain", "offset")}),  # --fit-actuation gain,offset
     "ls-sg": ("ls-sg", {}),
     "nominal": None,
 }

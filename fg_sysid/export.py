@@ -69,6 +69,8 @@ class IdentifiedParameters:
         armature: per joint rotor armature [kg·m² | kg].
         friction_model: the estimator's friction model name (``coulomb-viscous`` or ``stribeck6``).
         velocity_scale: tanh width vs [rad/s] of the estimator's Coulomb term (None for stribeck6).
+        effort_gain, effort_offset: per joint effort-sensor gain [1] and offset [N·m | N] (logged effort =
+            gain·τ + offset; issue 9 item 2), None when the model has no actuation block.
     """
 
     robot: RobotModel
@@ -78,6 +80,8 @@ class IdentifiedParameters:
     armature: np.ndarray
     friction_model: str
     velocity_scale: float | None
+    effort_gain: np.ndarray | None = None
+    effort_offset: np.ndarray | None = None
 
 
 def identified_parameters(spec: dict, robot: RobotModel | None = None) -> IdentifiedParameters:
@@ -116,7 +120,12 @@ def identified_parameters(spec: dict, robot: RobotModel | None = None) -> Identi
         if not np.all(np.isfinite(arr)):
             raise ExportError(f"model.json has non-finite {what} values")
     vs = lay.get("friction_velocity_scale") if fmodel == "coulomb-viscous" else None
-    return IdentifiedParameters(robot, inertial, fc, fv, arm, fmodel, None if vs is None else float(vs))
+    gain = offset = None
+    if lay.get("actuation"):  # issue 9 item 2
+        gain = np.array([get(f"{j}.effort_gain") for j in robot.joint_names])
+        offset = np.array([get(f"{j}.effort_offset") for j in robot.joint_names])
+    return IdentifiedParameters(robot, inertial, fc, fv, arm, fmodel, None if vs is None else float(vs),
+                                gain, offset)
 
 
 def physical_problems(params: IdentifiedParameters) -> list[str]:
@@ -280,10 +289,31 @@ def mjcf_spec(params: IdentifiedParameters):
               "foot_radius": float(robot.contact_radius or 0.02)}
     try:
         spec = build_mujoco_spec(robot, params.inertial, (params.fc, params.fv), params.armature, **kw)
+        if params.effort_gain is not None:  # issue 9 item 2
+            calibrate_actuators(spec, robot.joint_names, params.effort_gain, params.effort_offset)
         spec.compile()
     except (MujocoSimError, ValueError) as e:
         raise ExportError(f"MuJoCo rejects the identified model of {robot.name!r}: {e}") from None
     return spec
+
+
+def calibrate_actuators(spec, joint_names, gain, offset) -> None:
+    """Make each joint motor ``<joint>_motor`` take the *logged* effort as its control (issue 9 item 2):
+    gear = 1/gain and an affine bias −offset, so the joint effort is (ctrl − offset)/gain [N·m | N]; a
+    control range (the effort limit) is mapped to logged units the same way."""
+    import mujoco
+
+    acts = {a.name: a for a in spec.actuators}
+    for j, g, o in zip(joint_names, gain, offset, strict=True):
+        act = acts.get(f"{j}_motor")
+        if act is None:
+            raise ExportError(f"MJCF has no motor for joint {j!r} to carry its effort gain/offset")
+        act.gear[0] = 1.0 / float(g)
+        act.biastype = mujoco.mjtBias.mjBIAS_AFFINE
+        act.biasprm[0] = -float(o)
+        if act.ctrllimited:
+            lo, hi = act.ctrlrange
+            act.ctrlrange = [float(g) * lo + float(o), float(g) * hi + float(o)]
 
 
 def _num(values) -> str:

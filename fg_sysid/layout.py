@@ -5,7 +5,10 @@ Physical vector p (all SI, names as in ``parameters.csv``):
 * per body, 10 inertial parameters in Pinocchio's dynamic-parameter order
   ``<link>.<m|mcx|mcy|mcz|ixx|ixy|iyy|ixz|iyz|izz>`` (kg, kg·m, kg·m², about the body frame);
 * per joint, the friction model's parameters ``<joint>.<suffix>`` (e.g. ``fc`` [N·m], ``fv`` [N·m·s/rad]);
-* per joint, the rotor armature ``<joint>.armature`` [kg·m²] (reflected rotor inertia added to M's diagonal).
+* per joint, the rotor armature ``<joint>.armature`` [kg·m²] (reflected rotor inertia added to M's diagonal);
+* optionally (``actuation``, issue 9 item 2) per joint the effort sensor's gain ``<joint>.effort_gain`` [1]
+  and offset ``<joint>.effort_offset`` [N·m | N]: logged effort = gain · joint effort + offset
+  (`fg_sysid.factors.actuation`).
 
 θ stacks the same blocks in unconstrained coordinates (see `fg_sysid.parameterizations`), so every θ maps
 to a physically consistent p. ``dp/dθ`` is block diagonal and analytic.
@@ -27,7 +30,7 @@ from .parameterizations import (
 )
 from .robots import RobotModel
 
-GROUPS = ("inertial", "friction", "armature")
+GROUPS = ("inertial", "friction", "armature", "actuation")
 
 #: Default prior widths. Inertial: "70 % relative uncertainty on the URDF values" (paper 004 Sec. IX-A),
 #: applied as 0.7 in log-space for positive quantities and 0.7·scale for signed ones.
@@ -35,6 +38,10 @@ DEFAULT_RELATIVE_PRIOR = 0.7
 #: Friction and armature are rarely known from a URDF: a wide prior in log-space (factor e^1.5 ≈ 4.5).
 DEFAULT_FRICTION_LOG_STD = 1.5
 DEFAULT_ARMATURE_LOG_STD = 1.5
+#: Actuation (issue 9 item 2): effort-sensor gain prior std in log-space (≈ 10 % relative) around 1.
+DEFAULT_GAIN_LOG_STD = 0.1
+#: Actuation parts that can be fitted (``ParameterLayout.actuation``).
+ACTUATION_PARTS = ("gain", "offset")
 
 
 @dataclass(frozen=True, eq=False)
@@ -47,10 +54,21 @@ class ParameterLayout:
     armature: PositiveScalar | None
     fit_friction: bool = True
     fit_armature: bool = True
+    #: fitted actuation parts, a subset of `ACTUATION_PARTS`; non-empty = gain and offset blocks in θ
+    #: (a part not fitted is held at its prior mean, gain 1 / offset 0)
+    actuation: tuple = ()
     _names: tuple = field(init=False, repr=False)
 
     def __post_init__(self):
-        object.__setattr__(self, "_names", tuple(self.robot.parameter_names(self.friction.suffixes)))
+        names = tuple(self.robot.parameter_names(self.friction.suffixes))
+        bad = [a for a in self.actuation if a not in ACTUATION_PARTS]
+        if bad:
+            raise ValueError(f"actuation parts {bad} unknown; choices: {', '.join(ACTUATION_PARTS)}")
+        object.__setattr__(self, "actuation", tuple(a for a in ACTUATION_PARTS if a in self.actuation))
+        if self.actuation:
+            names += tuple(f"{j}.effort_gain" for j in self.robot.joint_names)
+            names += tuple(f"{j}.effort_offset" for j in self.robot.joint_names)
+        object.__setattr__(self, "_names", names)
 
     @classmethod
     def create(
@@ -61,13 +79,14 @@ class ParameterLayout:
         friction_velocity_scale: float = 0.05,
         fit_friction: bool = True,
         fit_armature: bool = True,
+        actuation: tuple = (),
     ) -> ParameterLayout:
         if isinstance(inertia, str):
             inertia = inertia_parameterization(inertia)
         if isinstance(friction, str):
             kw = {"velocity_scale": friction_velocity_scale} if friction.startswith("coulomb-viscous") else {}
             friction = friction_model(friction, **kw)
-        return cls(robot, inertia, friction, PositiveScalar(), fit_friction, fit_armature)
+        return cls(robot, inertia, friction, PositiveScalar(), fit_friction, fit_armature, tuple(actuation))
 
     # ------------------------------------------------------------------ sizes and slices
     @property
@@ -84,7 +103,7 @@ class ParameterLayout:
 
     @property
     def n(self) -> int:
-        return 10 * self.nb + self.nj * (self.kf + 1)
+        return 10 * self.nb + self.nj * (self.kf + 1) + self.n_actuation
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -106,7 +125,7 @@ class ParameterLayout:
 
     def groups(self) -> list[str]:
         return (["inertial"] * (10 * self.nb) + ["friction"] * (self.nj * self.kf)
-                + ["armature"] * self.nj)
+                + ["armature"] * self.nj + ["actuation"] * self.n_actuation)
 
     # ------------------------------------------------------------------ maps
     def split(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -121,6 +140,10 @@ class ParameterLayout:
         p[self.s_inertial] = self.inertia.to_physical_batch(ti).ravel()
         p[self.s_friction] = np.concatenate([self.friction.to_physical(t) for t in tf]) if self.nj else []
         p[self.s_armature] = self.armature.to_physical(ta)
+        if self.n_actuation:  # gain = exp(θ_g), offset = θ_o
+            th = np.asarray(theta, float)
+            p[self.s_gain] = np.exp(th[self.s_gain])
+            p[self.s_offset] = th[self.s_offset]
         return p
 
     def to_theta(self, p: np.ndarray) -> np.ndarray:
@@ -129,6 +152,10 @@ class ParameterLayout:
         th[self.s_inertial] = np.concatenate([self.inertia.to_theta(b) for b in pi])
         th[self.s_friction] = np.concatenate([self.friction.to_theta(f) for f in pf]) if self.nj else []
         th[self.s_armature] = self.armature.to_theta(pa)
+        if self.n_actuation:
+            pp = np.asarray(p, float)
+            th[self.s_gain] = np.log(np.maximum(pp[self.s_gain], 1e-9))
+            th[self.s_offset] = pp[self.s_offset]
         return th
 
     def jacobian_blocks(self, theta: np.ndarray):
@@ -151,6 +178,8 @@ class ParameterLayout:
             J[o:o + self.kf, o:o + self.kf] = b
             o += self.kf
         J[self.s_armature, self.s_armature] = np.diag(Ja)
+        if self.n_actuation:
+            J[self.s_actuation, self.s_actuation] = np.diag(self.actuation_jacobian(theta))
         return J
 
     def to_theta_projected(self, p: np.ndarray, fallback: np.ndarray) -> tuple[np.ndarray, list[str]]:
@@ -190,6 +219,14 @@ class ParameterLayout:
         ok = np.isfinite(pa) & (pa > 0)
         th[self.s_armature] = np.where(ok, self.armature.to_theta(np.where(ok, pa, 1.0)), th[self.s_armature])
         replaced += [f"{n} armature" for n, o in zip(self.robot.joint_names, ok, strict=True) if not o]
+        if self.n_actuation:
+            if p.size == self.n - self.n_actuation:  # a vector without actuation (e.g. a baseline's)
+                p = np.concatenate([p, fallback[self.s_actuation]])
+            g, o = p[self.s_gain], p[self.s_offset]
+            ok = np.isfinite(g) & (g > 0) & np.isfinite(o)
+            th[self.s_gain] = np.where(ok, np.log(np.where(ok, g, 1.0)), th[self.s_gain])
+            th[self.s_offset] = np.where(ok, np.where(ok, o, 0.0), th[self.s_offset])
+            replaced += [f"{n} actuation" for n, o_ in zip(self.robot.joint_names, ok, strict=True) if not o_]
         return th, replaced
 
     # ------------------------------------------------------------------ nominal and prior
@@ -202,19 +239,26 @@ class ParameterLayout:
               for f, d in zip(r.urdf_friction, r.urdf_damping, strict=True)]
         p[self.s_friction] = np.concatenate(fr) if fr else []
         p[self.s_armature] = default_armature(r)
+        if self.n_actuation:
+            p[self.s_gain], p[self.s_offset] = 1.0, 0.0
         return p
 
     def prior(self, relative: float = DEFAULT_RELATIVE_PRIOR,
               friction_log_std: float = DEFAULT_FRICTION_LOG_STD,
               armature_log_std: float = DEFAULT_ARMATURE_LOG_STD,
-              mean_physical: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+              mean_physical: np.ndarray | None = None, gain_log_std: float = DEFAULT_GAIN_LOG_STD,
+              offset_std=1.0) -> tuple[np.ndarray, np.ndarray]:
         """Gaussian prior on θ: (mean θ̄, std) with independent components.
 
         Inertial blocks follow the parameterization: log-coordinates (EE's σ_m, σ_xyz; log-Cholesky's
         logs) get std ``relative``; signed coordinates (first moments h, rotation ω, raw entries) get
         ``relative`` times a per-body scale (mass × radius of gyration for h, 1 rad for ω).
+        Actuation (when in the layout): log-gain std ``gain_log_std`` around the mean's gain (1), offset
+        std ``offset_std`` [N·m | N, scalar or per joint] around its offset (0).
         """
         p0 = self.nominal_physical() if mean_physical is None else np.asarray(mean_physical, float)
+        if self.n_actuation and p0.size == self.n - self.n_actuation:  # a mean without actuation
+            p0 = np.concatenate([p0, self.nominal_physical()[self.s_actuation]])
         th0 = self.to_theta(p0)
         std = np.empty(self.n)
         pi, _, _ = self.split(p0)
@@ -226,7 +270,39 @@ class ParameterLayout:
             std[self.s_friction] = 1e-6
         if not self.fit_armature:
             std[self.s_armature] = 1e-6
+        if self.n_actuation:
+            std[self.s_gain] = gain_log_std if "gain" in self.actuation else 1e-6
+            std[self.s_offset] = (np.broadcast_to(np.asarray(offset_std, float), (self.nj,))
+                                  if "offset" in self.actuation else 1e-6)
         return th0, std
+
+    # ------------------------------------------------------------------ actuation (issue 9 item 2)
+    @property
+    def n_actuation(self) -> int:
+        """Size of the actuation block: 2 per joint (gain, offset) when ``actuation`` is set, else 0."""
+        return 2 * self.nj if self.actuation else 0
+
+    @property
+    def s_actuation(self) -> slice:
+        a = 10 * self.nb + self.nj * (self.kf + 1)
+        return slice(a, a + self.n_actuation)
+
+    @property
+    def s_gain(self) -> slice:
+        """θ_g = log(effort gain) per joint (empty without actuation)."""
+        a = self.s_actuation.start
+        return slice(a, a + (self.nj if self.actuation else 0))
+
+    @property
+    def s_offset(self) -> slice:
+        """θ_o = effort offset [N·m | N] per joint (empty without actuation)."""
+        a = self.s_gain.stop
+        return slice(a, a + (self.nj if self.actuation else 0))
+
+    def actuation_jacobian(self, theta: np.ndarray) -> np.ndarray:
+        """Diagonal of dp/dθ on the actuation block (2·nj,): exp(θ_g) for gains, 1 for offsets."""
+        th = np.asarray(theta, float)
+        return np.concatenate([np.exp(th[self.s_gain]), np.ones(self.s_offset.stop - self.s_offset.start)])
 
 
 def project_pseudo_inertia(pi: np.ndarray, reference: np.ndarray, rel_floor: float = 1e-3) -> np.ndarray:

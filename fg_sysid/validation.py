@@ -130,6 +130,7 @@ def model_spec(result, robot: RobotModel, robot_source: str, sg_filter: dict | N
             "friction_velocity_scale": vs,
             "names": list(layout.names),
             "theta": None if theta is None else theta.tolist(),
+            "actuation": list(getattr(layout, "actuation", ())),  # issue 9 item 2: gain/offset in θ
         },
         "physical": {n: float(x) for n, x in zip(layout.names, p, strict=True)},
         "sg_filter": dict(sg_filter or {}),
@@ -189,7 +190,9 @@ def predict_efforts(model, robot: RobotModel, q: np.ndarray, v: np.ndarray, a: n
     `IdentificationResult`, a `BaselineResult` (``velocity_scale`` then defaults to 0.05 rad/s), or a
     plain physical parameter vector in the baseline's layout (inertial, (fc, fv) per joint, armature).
     Coulomb–viscous models use the physical vector with RNEA (`predict_torque`; any values, consistent or
-    not); other friction models go through `InverseDynamicsResidual` with the stored θ.
+    not); other friction models and models with an actuation block (effort gain/offset, issue 9 item 2:
+    efforts then as the sensors log them, gain·τ + offset) go through `InverseDynamicsResidual` with the
+    stored θ.
     """
     from .estimation.baseline import BaselineResult, _configurations, predict_torque
     from .estimation.result import IdentificationResult
@@ -199,7 +202,7 @@ def predict_efforts(model, robot: RobotModel, q: np.ndarray, v: np.ndarray, a: n
     a = np.atleast_2d(np.asarray(a, float))
     if isinstance(model, IdentificationResult):
         layout = model.layout
-        if layout.friction.name == "coulomb-viscous":
+        if layout.friction.name == "coulomb-viscous" and not layout.n_actuation:
             return predict_torque(robot, model.estimate, q, v, a, layout.friction.velocity_scale)
         return _predict_layout(layout, np.asarray(model.theta, float), robot, q, v, a, _configurations)
     vs_given = 0.05 if velocity_scale is None else float(velocity_scale)
@@ -214,11 +217,13 @@ def predict_efforts(model, robot: RobotModel, q: np.ndarray, v: np.ndarray, a: n
                          f"{list(robot.joint_names)}")
     p = _physical_vector(spec)
     vs = lay.get("friction_velocity_scale") or 0.05
-    if lay["friction_model"] == "coulomb-viscous":
+    actuation = tuple(lay.get("actuation") or ())  # issue 9 item 2: logged = gain·τ + offset
+    if lay["friction_model"] == "coulomb-viscous" and not actuation:
         return predict_torque(robot, p, q, v, a, float(vs))
     from .layout import ParameterLayout
 
-    layout = ParameterLayout.create(robot, lay["inertia_parameterization"], lay["friction_model"], float(vs))
+    layout = ParameterLayout.create(robot, lay["inertia_parameterization"], lay["friction_model"], float(vs),
+                                    actuation=actuation)
     theta = np.asarray(lay["theta"], float) if lay.get("theta") is not None else layout.to_theta(p)
     return _predict_layout(layout, theta, robot, q, v, a, _configurations)
 

@@ -8,6 +8,7 @@ import time
 import click
 import numpy as np
 
+from .actuation_options import FIT_ACTUATION_HELP, annotate_actuation, parse_fit_actuation  # issue 9
 from .common import atomic_output_dir, echo_err, fail, main
 from .data_options import (  # issue 14: ROS bags, degenerate-data checks
     allow_prior_option,
@@ -159,6 +160,8 @@ def _positive(name, val, allow_none=True):
 @click.option("--dynamics", type=click.Choice(["inverse", "forward"]), default="inverse", show_default=True,
               help="Smoother, fixed base: inverse = M a + h + τ_f = τ̂ per knot (paper 004 eq. 2); forward = "
                    "a = ABA(q, v, τ̂) per knot, the formulation paper 004 Fig. 10 compares with (issue 12).")
+@click.option("--fit-actuation", "fit_actuation", default=None, metavar="PARTS",
+              help=FIT_ACTUATION_HELP)  # issue 9 item 2
 @click.option("--quiet", is_flag=True, help="No per-iteration progress on stderr.")
 @bag_options  # issue 14
 @allow_prior_option  # issue 14
@@ -166,7 +169,7 @@ def identify_cmd(log_path, robot_source, out, method, knot_stride, sigma_q, sigm
                  friction, friction_velocity_scale, max_iterations, contact_radius, total_mass,
                  total_mass_std,
                  symmetry, symmetry_std, constraints, process_noise, impacts, touchdown_settle, use_forces,
-                 energy, dynamics, quiet):
+                 energy, dynamics, fit_actuation, quiet):
     """Identify ROBOT's physical parameters from LOG (CSV or Parquet, t/q.*/v.*/tau.* columns, or a ROS
     bag: rosbag2 directory, .db3, .mcap, ROS 1 .bag; see docs/data-format.md).
 
@@ -209,6 +212,9 @@ def identify_cmd(log_path, robot_source, out, method, knot_stride, sigma_q, sigm
         if robot.floating_base or method != "smoother":
             fail("--dynamics forward applies to the smoother on fixed-base robots")
         options["dynamics"] = "forward"
+    actuation = parse_fit_actuation(fit_actuation, method, robot.floating_base, energy)  # issue 9 item 2
+    if actuation:
+        options["fit_actuation"] = actuation
     if robot.floating_base:
         _check_floating_options(contact_radius, total_mass, total_mass_std, symmetry_std, touchdown_settle)
         options.update(contact_radius=contact_radius, total_mass=total_mass, total_mass_std=total_mass_std,
@@ -245,6 +251,8 @@ def identify_cmd(log_path, robot_source, out, method, knot_stride, sigma_q, sigm
         summary = write_identification(tmp, result, sg_filter, robot, log, log_path, robot_source, method,
                                        options, time.perf_counter() - t0, estimator=est)
         annotate_summary(tmp, log, checks)  # issue 14
+        if actuation:  # issue 9 item 2
+            annotate_actuation(tmp, result)
     msg = (f"wrote {out}: {len(summary.get('joints', []))} joints, {summary.get('parameters')} parameters, "
            f"method {method}, {summary.get('iterations')} iterations, converged: {summary.get('converged')}, "
            f"physically consistent: {summary.get('physically_consistent')}")

@@ -88,6 +88,10 @@ class JointSmoother:
         dynamics: "inverse" (default: M a + h + τ_f = τ̂ per knot, paper 004 eq. 2) or "forward" (the
             forward-dynamics formulation compared in paper 004 Fig. 10: a = ABA(q, v, τ̂; θ) per knot, the
             effort noise mapped to the accelerations; `factors.forward_dynamics`; every effort measured).
+        fit_actuation: effort-sensor parts to estimate per joint, of ("gain", "offset") (issue 9 item 2,
+            `fg_sysid.factors.actuation`: logged effort = gain·τ + offset); () = efforts are joint torques.
+        gain_prior_std: prior std of log(gain) around 1 (0.1 ≈ 10 %); it anchors the gains' common scale.
+        offset_prior_relative: prior std of the offset around 0, relative to the joint's RMS logged effort.
         extra_terms: callables ``(problem, smoother) -> problem.Term`` adding the user's own factor terms
             (e.g. motion-capture positions at some knots; ``smoother.knot_times_`` holds the knot times).
         verbose: print one line per iteration to stderr.
@@ -100,7 +104,8 @@ class JointSmoother:
                  reweight_rounds: int = 2, max_iterations: int = 30, tol: float = 1e-3,
                  solver: str = "structured", init: str = "ls-sg", process_fraction: float = 0.3,
                  fit_friction: bool = True, fit_armature: bool = True,
-                 energy: bool = False, extra_terms=(), verbose: bool = False, dynamics: str = "inverse"):
+                 energy: bool = False, extra_terms=(), verbose: bool = False, dynamics: str = "inverse",
+                 fit_actuation=(), gain_prior_std: float = 0.1, offset_prior_relative: float = 0.1):
         self.robot = robot
         self.inertia = inertia
         self.friction = friction
@@ -124,6 +129,9 @@ class JointSmoother:
         self.extra_terms = tuple(extra_terms)
         self.verbose = verbose
         self.dynamics = dynamics
+        self.fit_actuation = tuple(fit_actuation or ())  # issue 9 item 2
+        self.gain_prior_std = gain_prior_std
+        self.offset_prior_relative = offset_prior_relative
 
     # ------------------------------------------------------------------ public
     def fit(self, log: Log) -> JointSmoother:
@@ -144,6 +152,9 @@ class JointSmoother:
             raise EstimationError("floating-base robots are not supported by this smoother yet")
         if self.dynamics not in ("inverse", "forward"):
             raise ValueError(f"dynamics must be 'inverse' or 'forward', not {self.dynamics!r}")
+        if self.dynamics == "forward" and self.fit_actuation:
+            raise EstimationError("the forward-dynamics formulation does not take an actuation model "
+                                  "(fit_actuation): use dynamics='inverse'")
         if self.dynamics == "forward" and not all(log.tau_measured):
             missing = [j for j, m in zip(log.joint_names, log.tau_measured, strict=True) if not m]
             raise EstimationError("the forward-dynamics formulation needs every joint's effort measured "
@@ -157,7 +168,10 @@ class JointSmoother:
         warn_if_inconsistent(robot.nominal_inertial_parameters(), list(robot.body_names), "URDF prior")
         self.layout_ = layout = ParameterLayout.create(
             robot, self.inertia, self.friction, self.friction_velocity_scale,
-            fit_friction=self.fit_friction, fit_armature=self.fit_armature)
+            fit_friction=self.fit_friction, fit_armature=self.fit_armature, actuation=self.fit_actuation)
+        if self.energy and layout.n_actuation:  # issue 9 item 2
+            raise EstimationError("energy observations and the actuation model cannot be combined yet (the "
+                                  "measured input work would need the gains and offsets)")
         self._space = ConfigurationSpace(robot.model)
         self._lm = LevenbergMarquardt(SolverOptions("line-search", self.tol, self.max_iterations,
                                                     backend=self.solver, verbose=self.verbose))
@@ -217,7 +231,10 @@ class JointSmoother:
         a0 = as_[idx].copy()
         self.noise_ = noise = self._noise_levels(log, idx, a0, ls_rms)
         prior_mean_phys = None if self.prior_mean is None else self._from_baseline_layout(self.prior_mean)
-        theta_bar, theta_std = layout.prior(self.prior_relative, mean_physical=prior_mean_phys)
+        act_prior = {} if not layout.n_actuation else {  # issue 9 item 2
+            "gain_log_std": self.gain_prior_std,
+            "offset_std": np.maximum(self.offset_prior_relative * noise.tau_rms, 1e-6)}
+        theta_bar, theta_std = layout.prior(self.prior_relative, mean_physical=prior_mean_phys, **act_prior)
         if robot.loops:  # passive joints have no rotor
             theta_bar, theta_std = loop_terms.adjust_prior(robot, layout, theta_bar, theta_std)
         self._theta_bar, self._theta_std = theta_bar, theta_std

@@ -21,6 +21,7 @@ import numpy as np
 import pinocchio as pin
 
 from ..layout import ParameterLayout
+from .actuation import apply_actuation
 
 
 @dataclass
@@ -112,7 +113,7 @@ class InverseDynamicsResidual(LayoutModel):
             r -= external
         r -= tau_meas
         if not jacobians:
-            return IDLinearization(r)
+            return apply_actuation(L, theta, IDLinearization(r), tau_meas, iv)  # issue 9 item 2
         rows = np.arange(L.nj)
         Jv[:, iv, iv] += dtf_dv
         Ja[:, iv, iv] += self.parm
@@ -123,9 +124,10 @@ class InverseDynamicsResidual(LayoutModel):
         for j in range(L.nj):
             Jth[:, iv[j], f0 + j * L.kf: f0 + (j + 1) * L.kf] = dtf_dth[:, j, :]  # w.r.t. θ_f
         Jth[:, iv[rows], L.s_armature.start + rows] = a[:, iv] * self.Ja_arm
-        return IDLinearization(r, Jq, Jv, Ja, Jth)
+        return apply_actuation(L, theta, IDLinearization(r, Jq, Jv, Ja, Jth), tau_meas, iv)  # issue 9 item 2
 
     def predict(self, q, v, a, theta) -> np.ndarray:
-        """Joint efforts the model predicts, (N, nv): M a + h + armature·a + τ_f."""
+        """Joint efforts the model predicts, (N, nv): M a + h + armature·a + τ_f; with an actuation block in
+        the layout, as the effort sensors log them: g·τ + o (`factors.actuation`)."""
         zero = np.zeros_like(np.atleast_2d(v))
         return self.evaluate(q, v, a, zero, theta, jacobians=False).r

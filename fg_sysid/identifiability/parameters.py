@@ -9,7 +9,9 @@ For every parameter of `fg_sysid.layout.ParameterLayout` (inertial, friction, ar
   the identifiable subspace (1 = fully determined by ideal data, 0 = set by the prior alone).
 
 Friction parameters of a joint are identifiable when that joint's effort is measured (the friction
-torque enters only its own joint's equation), unidentifiable otherwise.
+torque enters only its own joint's equation), unidentifiable otherwise; so are effort offsets. Effort
+gains (issue 9 item 2) are "combination": their common scale trades with a common scale of every
+inertial, friction and armature parameter (`fg_sysid.factors.actuation`).
 """
 
 from __future__ import annotations
@@ -46,6 +48,10 @@ def parameter_identifiability(layout, measured_joints=None) -> pd.DataFrame:
             f = frac_by_name[name]
         elif group == "armature":
             f = frac_by_name.get(name.replace(".armature", ".rotor_inertia"), np.nan)
+        elif name.endswith(".effort_gain"):  # issue 9 item 2: the gains' common scale trades with all of π,
+            rows.append({"name": name, "structural": "combination",  # friction and armature
+                         "identifiable_fraction": np.nan})
+            continue
         else:
             f = 1.0 if name.split(".")[0] in measured else 0.0
         structural = ("identifiable" if f > 1 - 1e-8 else "unidentifiable" if f < 1e-8 else "combination")
