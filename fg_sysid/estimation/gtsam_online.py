@@ -33,46 +33,23 @@ from __future__ import annotations
 
 import copy
 import time
-from dataclasses import dataclass, field
+from collections import deque
 
 import gtsam
 import numpy as np
 
 from ..datasets.log import Log
-from ..factors.keys import THETA, P, state
+from ..factors.keys import P, state
 from .gtsam_backend import term_factor
+from .online import STATS_KEPT, OnlineUpdate
 from .problem import Problem, _has_theta, retract_states
 from .result import IdentificationResult
 from .smoother import JointSmoother
 from .solver import EstimationError
 
-__all__ = ["GtsamFixedLagEstimator", "OnlineUpdate"]
+__all__ = ["GtsamFixedLagEstimator"]
 
 SMOOTHERS = ("incremental", "batch")
-
-
-@dataclass
-class OnlineUpdate:
-    """What `GtsamFixedLagEstimator.update` returns.
-
-    Attributes:
-        theta: current θ (unconstrained coordinates of `layout_`), or None before the warm-up ends.
-        theta_cov: θ's marginal covariance in the window (θ units²), or None.
-        t: time of the newest knot [s] (NaN before the warm-up ends).
-        states: the knots added by this update (all warm-up knots on the first ready update) as a dict
-            ``t`` (n,) [s], ``q``, ``v``, ``a`` (n, nv) [rad, rad/s, rad/s²] (Pinocchio's q/v layout).
-        rejected: one message per rejected sample (time and culprit column).
-        latency_s: wall time of this call [s].
-        ready: False while the warm-up is being buffered.
-    """
-
-    theta: np.ndarray | None
-    theta_cov: np.ndarray | None
-    t: float
-    states: dict
-    rejected: list = field(default_factory=list)
-    latency_s: float = 0.0
-    ready: bool = False
 
 
 def _as_arrays(samples, nj: int) -> tuple:
@@ -158,7 +135,10 @@ class GtsamFixedLagEstimator:
         self.ready_ = False
         self.theta_ = None
         self.theta_cov_ = None
-        self.stats_ = {"latency_s": [], "knots": [], "relinearized": [], "warmup_s": None}
+        # per-update statistics (the last STATS_KEPT updates): wall and process CPU time [s], knots in the
+        # window, variables iSAM2 relinearized; warmup_s: the call that ran the warm-up fit
+        self.stats_ = {k: deque(maxlen=STATS_KEPT) for k in ("latency_s", "cpu_s", "knots", "relinearized")}
+        self.stats_["warmup_s"] = None
 
     # ------------------------------------------------------------------ public
     def update(self, samples) -> OnlineUpdate:
@@ -166,7 +146,7 @@ class GtsamFixedLagEstimator:
         tau (n, nj)); returns the current estimate (`OnlineUpdate`). Samples with a NaN time, position or
         (when the warm-up had them) velocity, and samples not after the last accepted one, are rejected
         with a message; the others are used."""
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         t, q, v, tau = _as_arrays(samples, self._nj)
         rejected, good = self._screen(t, q, v)
         new = [(t[i], q[i], None if v is None else v[i], tau[i]) for i in good]
@@ -183,10 +163,11 @@ class GtsamFixedLagEstimator:
                 self.stats_["warmup_s"] = latency
             elif states:
                 self.stats_["latency_s"].append(latency)
+                self.stats_["cpu_s"].append(time.process_time() - c0)
                 self.stats_["knots"].append(self._n_window())
         return OnlineUpdate(None if self.theta_ is None else self.theta_.copy(),
                             None if self.theta_cov_ is None else self.theta_cov_.copy(),
-                            self._t_newest if self.ready_ else float("nan"), states,
+                            self._t_newest if self.ready_ else None, states,
                             rejected, latency, self.ready_)
 
     def iterate(self, iterations: int = 1) -> np.ndarray:
