@@ -124,7 +124,7 @@ class GtsamProblem:
         return self.solution(result)
 
 
-# ---------------------------------------------------------------------------------------------- per-knot factors
+# ------------------------------------------------------------------------------------------- per-knot factors
 def term_factor(problem: Problem, term: Term, knots: list, keys: list, anchor: tuple,
                 theta_anchor: np.ndarray, with_theta: bool, theta_key: int = THETA):
     """One `gtsam.CustomFactor` for ``term`` on the problem's knots ``knots`` (one knot, a consecutive

@@ -356,7 +356,7 @@ class GtsamFixedLagEstimator:
             anchor.append((xq.copy(), xv.copy(), xa.copy()))
         anchor_blocks = tuple(np.array([a[j] for a in anchor]) for j in range(3))
         graph, values, stamps = gtsam.NonlinearFactorGraph(), gtsam.Values(), {}
-        new_theta_key = self._maybe_new_epoch(graph, values, float(tk[-1]))
+        self._maybe_new_epoch(graph, values, float(tk[-1]))
         self._add_knot_factors(graph, problem, list(range(n + 1)), g0, anchor_blocks, True, skip_first=True)
         for i in range(1, n + 1):
             g = g0 + i
@@ -369,7 +369,6 @@ class GtsamFixedLagEstimator:
         self._t_newest = float(tk[-1])
         self._last_data = (qm[-1], None if vm is None else vm[-1], taum[-1])
         self._smoother_update(graph, values, stamps)
-        del new_theta_key
         self._prune()
         ids = [g0 + i for i in range(1, n + 1)]
         dx = self._read_estimate(ids)
@@ -392,10 +391,9 @@ class GtsamFixedLagEstimator:
         return self._theta_key
 
     def _smoother_update(self, graph, values, stamps) -> None:
-        res = self._sm.update(graph, values, stamps)
+        self._sm.update(graph, values, stamps)
         if self.smoother == "incremental":
             self.stats_["relinearized"].append(int(self._sm.getISAM2Result().getVariablesRelinearized()))
-        del res
 
     def _read_estimate(self, ids) -> dict:
         """θ, its marginal covariance and the δ of knots ``ids`` from the smoother; updates ``_last_x``."""
