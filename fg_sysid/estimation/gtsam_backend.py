@@ -40,7 +40,7 @@ from ..factors.manifold import ConfigurationSpace
 from ..layout import ParameterLayout
 from .problem import Evaluation, Problem, Term, _has_theta, retract_states
 
-__all__ = ["GtsamProblem", "build_graph"]
+__all__ = ["GtsamProblem", "build_graph", "term_factor"]
 
 
 class GtsamProblem:
@@ -104,39 +104,9 @@ class GtsamProblem:
 
     # ------------------------------------------------------------------ factors
     def _factor(self, term: Term, knots: list, with_theta: bool):
-        problem = self.problem
-        keys = [state(k) for k in knots] + ([THETA] if with_theta else [])
-        if term.touches == "theta":
-            probe_x = tuple(b[:1] for b in self.anchor)
-            ev = Evaluation(problem, probe_x, self.theta_anchor, False, idx=[0])
-        else:
-            x = tuple(b[knots] for b in self.anchor)
-            ev = Evaluation(problem, x, self.theta_anchor, False, idx=knots)
-        m = int(np.size(problem.whitened(term, term.evaluate(ev, False), ev).r))
-        noise = gtsam.noiseModel.Unit.Create(m)
-
-        def error(this, values, jacobians):
-            jac = jacobians is not None
-            theta = np.asarray(values.atVector(THETA), float) if with_theta else self.theta_anchor
-            if term.touches == "theta":
-                ev = Evaluation(problem, tuple(b[:1] for b in self.anchor), theta, jac, idx=[0])
-                charts = []
-            else:
-                x, charts = self.states(values, knots)
-                ev = Evaluation(problem, x, theta, jac, idx=knots)
-            res = problem.whitened(term, term.evaluate(ev, jac), ev)
-            r = np.asarray(res.r, float).reshape(-1)
-            if jac:
-                if term.touches == "knot":
-                    jacobians[0] = np.asarray(res.J[0]) @ charts[0]
-                elif term.touches == "pair":
-                    jacobians[0] = np.asarray(res.J[0]) @ charts[0]
-                    jacobians[1] = np.asarray(res.J1[0]) @ charts[1]
-                if with_theta:
-                    jacobians[len(knots)] = np.asarray(res.Jt).reshape(m, -1)
-            return r
-
-        return gtsam.CustomFactor(noise, gtsam.KeyVector(keys), error)
+        anchor = tuple(b[knots] if knots else b[:1] for b in self.anchor)
+        return term_factor(self.problem, term, knots, [state(k) for k in knots], anchor,
+                           self.theta_anchor, with_theta)
 
     def cost(self, values: gtsam.Values | None = None) -> float:
         """½ Σ‖r‖² (GTSAM's graph error) at ``values`` (default the anchor)."""
@@ -152,6 +122,62 @@ class GtsamProblem:
             params.setVerbosityLM("SUMMARY")
         result = gtsam.LevenbergMarquardtOptimizer(self.graph, self.values, params).optimize()
         return self.solution(result)
+
+
+# ------------------------------------------------------------------------------------------- per-knot factors
+def term_factor(problem: Problem, term: Term, knots: list, keys: list, anchor: tuple,
+                theta_anchor: np.ndarray, with_theta: bool, theta_key: int = THETA):
+    """One `gtsam.CustomFactor` for ``term`` on the problem's knots ``knots`` (one knot, a consecutive
+    pair, or ``[]`` for a θ term) — the factor `GtsamProblem` builds, with explicit GTSAM ``keys`` (one per
+    knot) and the knots' own chart ``anchor`` (blocks (len(knots), ·); for a θ term any one knot, which it
+    does not read). A streaming window (`gtsam_online`) builds factors of new knots this way.
+
+    The variables are the local coordinates δ_k around the anchor (x_k = x̄_k ⊕ δ_k, see the module
+    docstring) and θ under ``theta_key`` when ``with_theta`` (else θ is held at ``theta_anchor``); the
+    noise model is unit (the term whitens itself), so the factor's error is the term's ½‖r‖² there.
+    """
+    space = problem.space
+    nv, nx = space.model.nv, problem.nx
+    vector_q = space.is_vector_space
+    anchor = tuple(np.asarray(b, float) for b in anchor)
+    theta_anchor = np.asarray(theta_anchor, float)
+    idx = [0] if term.touches == "theta" else list(knots)
+
+    def states(values):
+        dx = np.array([values.atVector(k) for k in keys])
+        x = retract_states(space, anchor, dx)
+        charts = []
+        for i in range(len(keys)):
+            C = np.eye(nx)
+            if not vector_q:
+                C[:nv, :nv] = pin.dIntegrate(space.model, anchor[0][i], dx[i, :nv], pin.ARG1)
+            charts.append(C)
+        return x, charts
+
+    ev0 = Evaluation(problem, anchor, theta_anchor, False, idx=idx)
+    m = int(np.size(problem.whitened(term, term.evaluate(ev0, False), ev0).r))
+    noise = gtsam.noiseModel.Unit.Create(m)
+
+    def error(this, values, jacobians):
+        jac = jacobians is not None
+        theta = np.asarray(values.atVector(theta_key), float) if with_theta else theta_anchor
+        if term.touches == "theta":
+            x, charts = anchor, []
+        else:
+            x, charts = states(values)
+        ev = Evaluation(problem, x, theta, jac, idx=idx)
+        res = problem.whitened(term, term.evaluate(ev, jac), ev)
+        r = np.asarray(res.r, float).reshape(-1)
+        if jac:
+            if term.touches in ("knot", "pair"):
+                jacobians[0] = np.asarray(res.J[0]) @ charts[0]
+            if term.touches == "pair":
+                jacobians[1] = np.asarray(res.J1[0]) @ charts[1]
+            if with_theta:
+                jacobians[len(keys)] = np.asarray(res.Jt).reshape(m, -1)
+        return r
+
+    return gtsam.CustomFactor(noise, gtsam.KeyVector(list(keys) + ([theta_key] if with_theta else [])), error)
 
 
 # ---------------------------------------------------------------------------------------------- hand-built
