@@ -249,11 +249,9 @@ def force_scale(robot) -> float:
 
 # ------------------------------------------------------------------------------------------ smoother hooks
 def adjust_prior(robot, layout, theta_bar, theta_std):
-    """Passive joints have no rotor and (by assumption) frictionless pins: armature prior mean at the floor
-    (1e-9 kg·m²) and friction at the friction model's floors, both with a tight std. Through the linkage a
-    passive pin's friction is nearly collinear with the driving motor's (measured on the B1 knee four-bar:
-    left free, the motor's viscous friction collapsed to its floor); paper 000's constraint-elimination
-    least squares makes the same choice."""
+    """Passive joints have no rotor: armature prior mean at the floor (1e-9 kg·m²) with a tight std. (Their
+    pin friction stays free: pinning it at zero was tried on the B1 knee four-bar and made the knee torque
+    worse, 2.86 → 3.96 % held-out, without freeing the motor's viscous friction from its floor.)"""
     pas = passive_mask(robot)
     if not pas.any():
         return theta_bar, theta_std
@@ -261,13 +259,6 @@ def adjust_prior(robot, layout, theta_bar, theta_std):
     idx = np.arange(layout.s_armature.start, layout.s_armature.stop)[pas]
     theta_bar[idx] = layout.armature.to_theta(np.full(idx.size, layout.armature.FLOOR))
     theta_std[idx] = 1e-6
-    if layout.fit_friction:
-        kf = layout.friction.n_params
-        floor = layout.friction.default_physical(0.0, 0.0)
-        for j in np.flatnonzero(pas):
-            sl = slice(layout.s_friction.start + kf * j, layout.s_friction.start + kf * (j + 1))
-            theta_bar[sl] = layout.friction.to_theta(floor)
-            theta_std[sl] = 1e-6
     return theta_bar, theta_std
 
 
