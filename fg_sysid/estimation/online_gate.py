@@ -102,9 +102,18 @@ class QualityGate:
         training_log: recorded in model.json.
     """
 
-    def __init__(self, robot: RobotModel, robot_source: str, margin: float = 0.05, max_rel_std: float = 0.3,
-                 holdout: float = 1.0, sg_window: float | None = None, sg_order: int = 3,
-                 quantile: float = 0.5, training_log: str | None = None):
+    def __init__(
+        self,
+        robot: RobotModel,
+        robot_source: str,
+        margin: float = 0.05,
+        max_rel_std: float = 0.3,
+        holdout: float = 1.0,
+        sg_window: float | None = None,
+        sg_order: int = 3,
+        quantile: float = 0.5,
+        training_log: str | None = None,
+    ):
         if not (np.isfinite(margin) and 0 <= margin < 1):
             raise ValueError(f"margin must be in [0, 1), got {margin}")
         if not (np.isfinite(max_rel_std) and max_rel_std > 0):
@@ -119,8 +128,11 @@ class QualityGate:
         if not 0 < quantile <= 1:
             raise ValueError(f"quantile must be in (0, 1], got {quantile}")
         self.quantile = float(quantile)
-        self.sg_filter = None if sg_window is None else {"window_s": float(sg_window), "polyorder": int(sg_order),
-                                                         "chosen_by": "given"}
+        self.sg_filter = (
+            None
+            if sg_window is None
+            else {"window_s": float(sg_window), "polyorder": int(sg_order), "chosen_by": "given"}
+        )
         self.training_log = training_log
         self.published: dict | None = None  # model.json dict
         self.published_result = None
@@ -146,8 +158,11 @@ class QualityGate:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 f = LeastSquaresSG().fit(log, self.robot).result_.filter
-            self.sg_filter = {"window_s": float(f["window_s"]), "polyorder": int(f["polyorder"]),
-                              "chosen_by": f"blocked CV of the LS-SG baseline on t ≤ {log.t[-1]:.4g} s"}
+            self.sg_filter = {
+                "window_s": float(f["window_s"]),
+                "polyorder": int(f["polyorder"]),
+                "chosen_by": f"blocked CV of the LS-SG baseline on t ≤ {log.t[-1]:.4g} s",
+            }
         return self.sg_filter
 
     def offer(self, result, t: float) -> GateEvent | None:
@@ -161,11 +176,24 @@ class QualityGate:
             raise RuntimeError("no hold-out SG filter: give sg_window or call calibrate(log) first")
         u, worst = relative_uncertainty(result, quantile=self.quantile)
         if not u <= self.max_rel_std:
-            return self._event(t, "reject", f"too uncertain: relative std {u:.3g} (quantile {self.quantile:g}; "
-                                            f"worst {worst}) > {self.max_rel_std:g}", np.nan, np.nan, u, t, worst)
-        spec = model_spec(result, self.robot, self.robot_source,
-                          sg_filter={k: self.sg_filter[k] for k in ("window_s", "polyorder")},
-                          training_log=self.training_log)
+            return self._event(
+                t,
+                "reject",
+                f"too uncertain: relative std {u:.3g} (quantile {self.quantile:g}; "
+                f"worst {worst}) > {self.max_rel_std:g}",
+                np.nan,
+                np.nan,
+                u,
+                t,
+                worst,
+            )
+        spec = model_spec(
+            result,
+            self.robot,
+            self.robot_source,
+            sg_filter={k: self.sg_filter[k] for k in ("window_s", "polyorder")},
+            training_log=self.training_log,
+        )
         self._pending = (spec, result, float(t), u, worst)
         self._buf = []
         return None
@@ -191,8 +219,9 @@ class QualityGate:
         """Relative torque RMSE of ``model`` (model.json dict or physical vector) on ``log``."""
         from ..prediction import heldout_report
 
-        rep = heldout_report(model, self.robot, log, window_s=self.sg_filter["window_s"],
-                             polyorder=self.sg_filter["polyorder"])
+        rep = heldout_report(
+            model, self.robot, log, window_s=self.sg_filter["window_s"], polyorder=self.sg_filter["polyorder"]
+        )
         return float("nan") if rep["overall"] is None else float(rep["overall"])
 
     def events_frame(self):
@@ -214,31 +243,59 @@ class QualityGate:
         self._pending = None
         t = np.concatenate([b[0] for b in self._buf])
         v = None if self._buf[0][2] is None else np.concatenate([b[2] for b in self._buf])
-        log = Log(t=t, q=np.concatenate([b[1] for b in self._buf]), v=v,
-                  tau=np.concatenate([b[3] for b in self._buf]), joint_names=tuple(self.robot.joint_names),
-                  source=f"hold-out after t={cand_t:.6g} s")
+        log = Log(
+            t=t,
+            q=np.concatenate([b[1] for b in self._buf]),
+            v=v,
+            tau=np.concatenate([b[3] for b in self._buf]),
+            joint_names=tuple(self.robot.joint_names),
+            source=f"hold-out after t={cand_t:.6g} s",
+        )
         self._buf = []
         ref, ref_name = self._reference()
         try:
             s_new, s_ref = self.score(spec, log), self.score(ref, log)
         except ValueError as e:
-            return self._event(t[-1], "reject", f"cannot score on the hold-out: {e}", np.nan, np.nan, u, cand_t,
-                               worst)
+            return self._event(
+                t[-1], "reject", f"cannot score on the hold-out: {e}", np.nan, np.nan, u, cand_t, worst
+            )
         if not np.isfinite(s_new):
-            return self._event(t[-1], "reject", "no measured efforts in the hold-out", s_new, s_ref, u, cand_t,
-                               worst)
+            return self._event(
+                t[-1], "reject", "no measured efforts in the hold-out", s_new, s_ref, u, cand_t, worst
+            )
         if s_new < (1.0 - self.margin) * s_ref:
             spec = dict(spec)
-            spec["online"] = {"published_t": float(t[-1]), "candidate_t": cand_t, "holdout_score": s_new,
-                              "reference_score": s_ref, "reference": ref_name, "rel_std": u,
-                              "gate": {"margin": self.margin, "max_rel_std": self.max_rel_std,
-                                       "holdout_s": self.holdout}}
+            spec["online"] = {
+                "published_t": float(t[-1]),
+                "candidate_t": cand_t,
+                "holdout_score": s_new,
+                "reference_score": s_ref,
+                "reference": ref_name,
+                "rel_std": u,
+                "gate": {"margin": self.margin, "max_rel_std": self.max_rel_std, "holdout_s": self.holdout},
+            }
             self.published, self.published_result, self.published_t = spec, result, float(t[-1])
-            return self._event(t[-1], "publish", f"hold-out error {s_new:.4g} < (1 − {self.margin:g}) × "
-                                                 f"{s_ref:.4g} ({ref_name}); relative std {u:.3g}",
-                               s_new, s_ref, u, cand_t, worst)
-        return self._event(t[-1], "reject", f"not better: hold-out error {s_new:.4g} ≥ (1 − {self.margin:g}) × "
-                                            f"{s_ref:.4g} ({ref_name})", s_new, s_ref, u, cand_t, worst)
+            return self._event(
+                t[-1],
+                "publish",
+                f"hold-out error {s_new:.4g} < (1 − {self.margin:g}) × "
+                f"{s_ref:.4g} ({ref_name}); relative std {u:.3g}",
+                s_new,
+                s_ref,
+                u,
+                cand_t,
+                worst,
+            )
+        return self._event(
+            t[-1],
+            "reject",
+            f"not better: hold-out error {s_new:.4g} ≥ (1 − {self.margin:g}) × {s_ref:.4g} ({ref_name})",
+            s_new,
+            s_ref,
+            u,
+            cand_t,
+            worst,
+        )
 
     def _event(self, t, decision, reason, s_new, s_ref, u, cand_t, worst) -> GateEvent:
         ev = GateEvent(float(t), decision, reason, float(s_new), float(s_ref), float(u), float(cand_t), worst)

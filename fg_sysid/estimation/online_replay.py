@@ -29,8 +29,16 @@ from .online_stream import Stream, StreamValidator, select
 
 __all__ = ["ReplayResult", "available_estimators", "make_estimator", "physical_with_std", "replay"]
 
-EVENT_COLUMNS = ["t", "decision", "reason", "candidate_score", "published_score", "rel_std", "candidate_t",
-                 "worst_parameter"]
+EVENT_COLUMNS = [
+    "t",
+    "decision",
+    "reason",
+    "candidate_score",
+    "published_score",
+    "rel_std",
+    "candidate_t",
+    "worst_parameter",
+]
 
 
 def available_estimators() -> list[str]:
@@ -45,9 +53,17 @@ def available_estimators() -> list[str]:
     return [*out, "windowed"]
 
 
-def make_estimator(kind: str, robot, lag: float, knot_rate: float, forgetting, warmup: float,
-                   smoother_options: dict | None = None, verbose: bool = False):
-    """An online estimator: ``auto`` (fixed-lag if available, else windowed), ``fixed-lag`` or ``windowed``."""
+def make_estimator(
+    kind: str,
+    robot,
+    lag: float,
+    knot_rate: float,
+    forgetting,
+    warmup: float,
+    smoother_options: dict | None = None,
+    verbose: bool = False,
+):
+    """An online estimator: ``auto`` (fixed-lag if available, else windowed), ``fixed-lag``, ``windowed``."""
     avail = available_estimators()
     if kind == "auto":
         kind = avail[0]
@@ -57,8 +73,15 @@ def make_estimator(kind: str, robot, lag: float, knot_rate: float, forgetting, w
         from .online import OnlineEstimator as Est
     else:
         from .online_windowed import WindowedBatchEstimator as Est
-    est = Est(robot, lag=lag, knot_rate=knot_rate, forgetting=forgetting, warmup=warmup,
-              smoother_options=smoother_options, verbose=verbose)
+    est = Est(
+        robot,
+        lag=lag,
+        knot_rate=knot_rate,
+        forgetting=forgetting,
+        warmup=warmup,
+        smoother_options=smoother_options,
+        verbose=verbose,
+    )
     est.kind_ = kind
     return est
 
@@ -90,21 +113,40 @@ class ReplayResult:
         if not lat.size:
             return {}
         p50, p95, p99 = np.percentile(lat, [50, 95, 99])
-        return {"p50_s": float(p50), "p95_s": float(p95), "p99_s": float(p99), "max_s": float(lat.max()),
-                "mean_s": float(lat.mean()), "calls": int(lat.size)}
+        return {
+            "p50_s": float(p50),
+            "p95_s": float(p95),
+            "p99_s": float(p99),
+            "max_s": float(lat.max()),
+            "mean_s": float(lat.mean()),
+            "calls": int(lat.size),
+        }
 
 
 def _log(chunks: list[dict], robot):
     from ..datasets.log import Log
 
     v = None if chunks[0]["v"] is None else np.concatenate([c["v"] for c in chunks])
-    return Log(t=np.concatenate([c["t"] for c in chunks]), q=np.concatenate([c["q"] for c in chunks]), v=v,
-               tau=np.concatenate([c["tau"] for c in chunks]), joint_names=tuple(robot.joint_names),
-               source="online warm-up")
+    return Log(
+        t=np.concatenate([c["t"] for c in chunks]),
+        q=np.concatenate([c["q"] for c in chunks]),
+        v=v,
+        tau=np.concatenate([c["tau"] for c in chunks]),
+        joint_names=tuple(robot.joint_names),
+        source="online warm-up",
+    )
 
 
-def replay(stream: Stream, estimator, gate: QualityGate, chunk: int = 1, realtime: bool = False,
-           record_period: float = 0.1, progress=None, on_chunk=None) -> ReplayResult:
+def replay(
+    stream: Stream,
+    estimator,
+    gate: QualityGate,
+    chunk: int = 1,
+    realtime: bool = False,
+    record_period: float = 0.1,
+    progress=None,
+    on_chunk=None,
+) -> ReplayResult:
     """Replay ``stream`` (see the module docstring). ``chunk``: samples per update; ``progress``: callable
     receiving the number of samples consumed per chunk; ``on_chunk(t, estimator, gate)``: called after each
     chunk (benchmarks sample memory or published models there)."""
@@ -176,4 +218,6 @@ def replay(stream: Stream, estimator, gate: QualityGate, chunk: int = 1, realtim
     counts.update({f"stream_{k}": v for k, v in validator.counts.items()})
     counts["published"] = int((ev["decision"] == "publish").sum())
     counts["rejected_candidates"] = int((ev["decision"] == "reject").sum())
-    return ReplayResult(traj, ev, np.asarray(lat, float), gate, estimator, counts, time.perf_counter() - wall0)
+    return ReplayResult(
+        traj, ev, np.asarray(lat, float), gate, estimator, counts, time.perf_counter() - wall0
+    )

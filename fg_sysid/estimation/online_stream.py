@@ -61,8 +61,12 @@ class Stream:
 
     def chunk(self, start: int, stop: int) -> dict:
         """Rows ``start:stop`` as an `OnlineEstimator.update` sample dict."""
-        return {"t": self.t[start:stop], "q": self.q[start:stop],
-                "v": None if self.v is None else self.v[start:stop], "tau": self.tau[start:stop]}
+        return {
+            "t": self.t[start:stop],
+            "q": self.q[start:stop],
+            "v": None if self.v is None else self.v[start:stop],
+            "tau": self.tau[start:stop],
+        }
 
 
 def _column(df, col: str, path) -> np.ndarray:
@@ -76,8 +80,10 @@ def read_stream(path: str | os.PathLike, robot: RobotModel, *, bag_options=None,
     """Read ``path`` as a stream for ``robot`` (fixed base). Raises `StreamError` on unusable columns."""
     path = Path(path)
     if robot.floating_base:
-        raise StreamError(f"robot {robot.name!r} has a floating base; online identification supports fixed-base "
-                          "robots only (use 'fg-sysid identify')")
+        raise StreamError(
+            f"robot {robot.name!r} has a floating base; online identification supports fixed-base "
+            "robots only (use 'fg-sysid identify')"
+        )
     try:
         df = _read_any(path, bag_options, echo)
     except LogError as e:
@@ -90,22 +96,31 @@ def read_stream(path: str | os.PathLike, robot: RobotModel, *, bag_options=None,
     logged = [j for j in log_joints if f"q.{j}" in df.columns]
     absent = [j for j in robot.joint_names if j not in logged]
     if len(absent) == len(robot.joint_names):
-        raise StreamError(f"{path}: no position column matches a joint of robot {robot.name!r}; the log's "
-                          f"joints: {log_joints}; robot joints: {list(robot.joint_names)}")
+        raise StreamError(
+            f"{path}: no position column matches a joint of robot {robot.name!r}; the log's "
+            f"joints: {log_joints}; robot joints: {list(robot.joint_names)}"
+        )
     if absent:
         robot = robot.lock({j: None for j in absent})
-        warnings.warn(f"{path}: {len(absent)} joint(s) of robot {robot.name!r} absent from the log are locked "
-                      "at neutral: " + ", ".join(absent), stacklevel=2)
+        warnings.warn(
+            f"{path}: {len(absent)} joint(s) of robot {robot.name!r} absent from the log are locked "
+            "at neutral: " + ", ".join(absent),
+            stacklevel=2,
+        )
     joints = list(robot.joint_names)
     unknown = [j for j in log_joints if j not in joints and j not in robot.locked_joints]
     if unknown:
-        raise StreamError(f"{path}: column(s) of unknown joint {unknown[0]!r} (all unknown: {unknown}); "
-                          f"robot {robot.name!r} joints: {joints}")
+        raise StreamError(
+            f"{path}: column(s) of unknown joint {unknown[0]!r} (all unknown: {unknown}); "
+            f"robot {robot.name!r} joints: {joints}"
+        )
     v_cols = [j for j in joints if f"v.{j}" in df.columns]
     if v_cols and len(v_cols) != len(joints):
         missing = [j for j in joints if j not in v_cols]
-        raise StreamError(f"{path}: velocity column 'v.{missing[0]}' missing (all missing: {missing}); give v "
-                          "for every joint or for none")
+        raise StreamError(
+            f"{path}: velocity column 'v.{missing[0]}' missing (all missing: {missing}); give v "
+            "for every joint or for none"
+        )
     t = _column(df, "t", path)
     q = np.column_stack([_column(df, f"q.{j}", path) for j in joints])
     v = np.column_stack([_column(df, f"v.{j}", path) for j in joints]) if v_cols else None
@@ -115,8 +130,10 @@ def read_stream(path: str | os.PathLike, robot: RobotModel, *, bag_options=None,
             tau[:, i] = _column(df, f"tau.{j}", path)
     measured = ~np.all(np.isnan(tau), axis=0)
     if not measured.any():
-        raise StreamError(f"{path}: no effort column (tau.<joint>) with data; online identification needs "
-                          f"measured efforts (robot joints: {joints})")
+        raise StreamError(
+            f"{path}: no effort column (tau.<joint>) with data; online identification needs "
+            f"measured efforts (robot joints: {joints})"
+        )
     return Stream(t, q, v, tau, tuple(joints), robot, str(path), measured)
 
 
@@ -156,28 +173,50 @@ class StreamValidator:
         cols = slice(None) if self.measured is None else self.measured
         for k in range(t.shape[0]):
             tk = float(t[k])
-            bad = [name for name, x in (("t", np.atleast_1d(t[k])), ("q", q[k]),
-                                        ("v", None if v is None else v[k]), ("tau", tau[k][cols]))
-                   if x is not None and not np.all(np.isfinite(x))]
+            bad = [
+                name
+                for name, x in (
+                    ("t", np.atleast_1d(t[k])),
+                    ("q", q[k]),
+                    ("v", None if v is None else v[k]),
+                    ("tau", tau[k][cols]),
+                )
+                if x is not None and not np.all(np.isfinite(x))
+            ]
             if bad:
-                events.append(BadSample(tk, "nan", f"sample at t={tk:.6g} s has non-finite "
-                                                   f"{', '.join(bad)}: skipped"))
+                events.append(
+                    BadSample(tk, "nan", f"sample at t={tk:.6g} s has non-finite {', '.join(bad)}: skipped")
+                )
                 self.counts["nan"] += 1
                 continue
             if self.last_t is not None and tk <= self.last_t:
                 kind = "repeated" if tk == self.last_t else "out-of-order"
-                events.append(BadSample(tk, kind, f"sample at t={tk:.6g} s is {kind} (last accepted "
-                                                  f"t={self.last_t:.6g} s): skipped"))
+                events.append(
+                    BadSample(
+                        tk,
+                        kind,
+                        f"sample at t={tk:.6g} s is {kind} (last accepted t={self.last_t:.6g} s): skipped",
+                    )
+                )
                 self.counts[kind] += 1
                 continue
             if self.last_t is not None:
                 step = tk - self.last_t
-                nominal = self.period if self.period is not None else (
-                    float(np.median(self._steps)) if len(self._steps) >= 3 else None)
+                nominal = (
+                    self.period
+                    if self.period is not None
+                    else (float(np.median(self._steps)) if len(self._steps) >= 3 else None)
+                )
                 if nominal is not None and step > self.gap_factor * nominal:
-                    events.append(BadSample(tk, "gap", f"gap of {step:.4g} s (nominal period {nominal:.4g} s) "
-                                                       f"before t={tk:.6g} s: {step / nominal - 1:.0f} "
-                                                       "sample(s) missing"))
+                    events.append(
+                        BadSample(
+                            tk,
+                            "gap",
+                            f"gap of {step:.4g} s (nominal period {nominal:.4g} s) "
+                            f"before t={tk:.6g} s: {step / nominal - 1:.0f} "
+                            "sample(s) missing",
+                        )
+                    )
                     self.counts["gap"] += 1
                 elif self.period is None and len(self._steps) < NOMINAL_STEPS:
                     self._steps.append(step)
@@ -191,8 +230,12 @@ class StreamValidator:
 
 def _arrays(samples):
     if isinstance(samples, Log):
-        return (np.asarray(samples.t, float), np.asarray(samples.q, float),
-                None if samples.v is None else np.asarray(samples.v, float), np.asarray(samples.tau, float))
+        return (
+            np.asarray(samples.t, float),
+            np.asarray(samples.q, float),
+            None if samples.v is None else np.asarray(samples.v, float),
+            np.asarray(samples.tau, float),
+        )
     t = np.atleast_1d(np.asarray(samples["t"], float))
     q = np.atleast_2d(np.asarray(samples["q"], float))
     v = samples.get("v")

@@ -73,8 +73,16 @@ class WindowedBatchEstimator:
 
     name = "windowed-batch"
 
-    def __init__(self, robot: RobotModel, lag: float = 1.0, knot_rate: float = 200.0, forgetting=None,
-                 warmup: float = 2.0, smoother_options: dict | None = None, verbose: bool = False):
+    def __init__(
+        self,
+        robot: RobotModel,
+        lag: float = 1.0,
+        knot_rate: float = 200.0,
+        forgetting=None,
+        warmup: float = 2.0,
+        smoother_options: dict | None = None,
+        verbose: bool = False,
+    ):
         for key, val in (("lag", lag), ("knot_rate", knot_rate), ("warmup", warmup)):
             if not (np.isfinite(val) and val > 0):
                 raise ValueError(f"{key} must be > 0, got {val}")
@@ -103,8 +111,15 @@ class WindowedBatchEstimator:
         self.layout_ = None
         self.theta_ = None
         self.theta_cov_ = None
-        self.stats_ = {"samples": 0, "rejected": 0, "refits": 0, "failed_refits": 0, "refit_seconds": [],
-                       "window_s": self.window, "estimator": self.name}
+        self.stats_ = {
+            "samples": 0,
+            "rejected": 0,
+            "refits": 0,
+            "failed_refits": 0,
+            "refit_seconds": [],
+            "window_s": self.window,
+            "estimator": self.name,
+        }
 
     # ------------------------------------------------------------------ public
     def update(self, samples) -> OnlineUpdate:
@@ -120,7 +135,11 @@ class WindowedBatchEstimator:
                 self._drop_before(b.t)
         self.stats_["rejected"] += len(rejected)
         refit = False
-        if self._t and self._t[-1] - self._last_fit_t >= self.lag - 1e-9 and self._span() >= self.warmup - 1e-9:
+        if (
+            self._t
+            and self._t[-1] - self._last_fit_t >= self.lag - 1e-9
+            and self._span() >= self.warmup - 1e-9
+        ):
             refit = self._refit()
         states = None
         if self._result is not None and self._result.trajectory is not None:
@@ -129,8 +148,16 @@ class WindowedBatchEstimator:
             states = {"t": float(row["t"])}
             for c in "qva":
                 states[c] = np.array([row[f"{c}.{j}"] for j in names])
-        return OnlineUpdate(self.theta_, self.theta_cov_, self._t[-1] if self._t else float("nan"), states,
-                            rejected, time.perf_counter() - t0, self.theta_ is not None, refit)
+        return OnlineUpdate(
+            self.theta_,
+            self.theta_cov_,
+            self._t[-1] if self._t else float("nan"),
+            states,
+            rejected,
+            time.perf_counter() - t0,
+            self.theta_ is not None,
+            refit,
+        )
 
     def result(self):
         """The latest fit's `IdentificationResult` (its trajectory covers the window); None before it."""
@@ -169,8 +196,14 @@ class WindowedBatchEstimator:
 
         t = np.asarray(self._t)
         rate = 1.0 / float(np.median(np.diff(t)))
-        log = Log(t=t, q=np.asarray(self._q), v=np.asarray(self._v) if self._v else None,
-                  tau=np.asarray(self._tau), joint_names=tuple(self.robot.joint_names), source="online window")
+        log = Log(
+            t=t,
+            q=np.asarray(self._q),
+            v=np.asarray(self._v) if self._v else None,
+            tau=np.asarray(self._tau),
+            joint_names=tuple(self.robot.joint_names),
+            source="online window",
+        )
         stride = max(1, int(round(rate / self.knot_rate)))
         t0 = time.perf_counter()
         self._last_fit_t = float(t[-1])
@@ -191,6 +224,9 @@ class WindowedBatchEstimator:
         self.stats_["refits"] += 1
         self.stats_["refit_seconds"].append(dt)
         if self.verbose:
-            print(f"[online] refit at t={t[-1]:.3f} s on {t[-1] - t[0]:.3g} s ({log.n_samples} samples, "
-                  f"stride {stride}): {dt:.3g} s", flush=True)
+            print(
+                f"[online] refit at t={t[-1]:.3f} s on {t[-1] - t[0]:.3g} s ({log.n_samples} samples, "
+                f"stride {stride}): {dt:.3g} s",
+                flush=True,
+            )
         return True
