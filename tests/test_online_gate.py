@@ -134,9 +134,9 @@ def test_stream_validator_names_bad_samples():
     val = StreamValidator(measured=[True, False])
     ok, events = val.check({"t": t, "q": q, "v": None, "tau": tau})
     kinds = {e.kind: e for e in events}
-    assert set(kinds) == {"nan", "repeated", "out-of-order", "gap"}
+    assert set(kinds) == {"non-finite", "repeated", "out-of-order", "gap"}
     assert not ok[3] and not ok[5] and not ok[7] and ok[9]
-    assert "non-finite q" in kinds["nan"].message and "t=0.03" in kinds["nan"].message
+    assert "non-finite q" in kinds["non-finite"].message and "t=0.03" in kinds["non-finite"].message
     assert "0.5" in kinds["gap"].message
     assert val.counts["accepted"] == n - 3
 

@@ -148,7 +148,7 @@ def online_cmd(
     gaps reported; the run goes on and nothing published is lost.
 
     Writes to DIR: theta_trajectory.parquet (t [s], every physical parameter and its std `<name>.std`,
-    SI units), events.csv (publish / reject with reason and scores; nan / repeated / out-of-order / gap
+    SI units), events.csv (publish / reject with reason and scores; non-finite / repeated / out-of-order / gap
     samples), model.json (the last published model, for 'fg-sysid predict'), summary.json (latency
     percentiles of the update calls, counts, options), parameters.png (selected parameters ±2σ over
     time, publish times marked) and report.md. See docs/online.md.
@@ -322,7 +322,7 @@ def _write_outputs(out_dir: Path, res, robot, robot_name, log_path, plotted, opt
     if gate.published is not None:
         (out_dir / "model.json").write_text(json.dumps(json_safe(gate.published), indent=1) + "\n")
     ev = res.events
-    bad_kinds = ("nan", "repeated", "out-of-order", "estimator-reject")
+    bad_kinds = ("non-finite", "repeated", "out-of-order", "estimator-reject")
     counts = dict(res.counts)
     counts["bad_samples"] = int(ev["decision"].isin(bad_kinds).sum())
     counts["gaps"] = int((ev["decision"] == "gap").sum())

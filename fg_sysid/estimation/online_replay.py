@@ -9,7 +9,7 @@ the gate is idle, and records
 * the parameter trajectory: t and every physical parameter with its marginal std, at most every
   ``record_period`` seconds of log time (physical values through the layout's map, std by the delta
   method ``sqrt(diag(J Σθ Jᵀ))``, J = dp/dθ);
-* the events: gate decisions (publish / reject) and stream problems (nan, repeated, out-of-order,
+* the events: gate decisions (publish / reject) and stream problems (non-finite, repeated, out-of-order,
   gap; estimator rejections);
 * the wall-clock latency of every ``update`` call [s].
 

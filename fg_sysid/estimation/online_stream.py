@@ -139,7 +139,7 @@ def read_stream(path: str | os.PathLike, robot: RobotModel, *, bag_options=None,
 
 @dataclass(frozen=True)
 class BadSample:
-    """A sample the validator rejected (``kind``: nan, repeated, out-of-order) or a ``gap`` before an
+    """A sample the validator rejected (``kind``: non-finite, repeated, out-of-order) or a ``gap`` before an
     accepted sample; ``t`` [s] is the sample's time stamp, ``message`` says what and why."""
 
     t: float
@@ -151,7 +151,7 @@ class StreamValidator:
     """Judges samples one at a time, in arrival order.
 
     Rejected (skipped, reported): a sample with a non-finite time, position, velocity or measured effort
-    (``nan``); a time stamp equal to (``repeated``) or before (``out-of-order``) the last accepted one.
+    (``non-finite``); a time stamp equal to (``repeated``) or before (``out-of-order``) the last accepted one.
     Reported but accepted: a step longer than ``gap_factor`` nominal periods (``gap``); the nominal
     period is the median of the first `NOMINAL_STEPS` accepted steps (or ``1/rate`` if given).
     ``measured``: boolean mask of the joints whose efforts are measured (NaN in the others is fine).
@@ -163,7 +163,7 @@ class StreamValidator:
         self.period = None if rate is None else 1.0 / float(rate)
         self.last_t: float | None = None
         self._steps: list[float] = []
-        self.counts = {"accepted": 0, "nan": 0, "repeated": 0, "out-of-order": 0, "gap": 0}
+        self.counts = {"accepted": 0, "non-finite": 0, "repeated": 0, "out-of-order": 0, "gap": 0}
 
     def check(self, samples) -> tuple[np.ndarray, list[BadSample]]:
         """(accepted mask (n,), events) for a chunk (dict or `Log` with t, q, v, tau)."""
@@ -185,9 +185,11 @@ class StreamValidator:
             ]
             if bad:
                 events.append(
-                    BadSample(tk, "nan", f"sample at t={tk:.6g} s has non-finite {', '.join(bad)}: skipped")
+                    BadSample(
+                        tk, "non-finite", f"sample at t={tk:.6g} s has non-finite {', '.join(bad)}: skipped"
+                    )
                 )
-                self.counts["nan"] += 1
+                self.counts["non-finite"] += 1
                 continue
             if self.last_t is not None and tk <= self.last_t:
                 kind = "repeated" if tk == self.last_t else "out-of-order"
