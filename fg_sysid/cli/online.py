@@ -298,8 +298,8 @@ def plot_parameters(traj, names, publish_t, path, title=""):
     t = traj["t"].to_numpy() if len(traj) else np.zeros(0)
     for ax, name in zip(axes[:, 0], names, strict=False):
         p, s = traj[name].to_numpy(), traj[f"{name}.std"].to_numpy()
-        ax.fill_between(t, p - 2 * s, p + 2 * s, alpha=0.25, lw=0, label="±2σ")
-        ax.plot(t, p, lw=1.2, label="estimate")
+        ax.fill_between(t, p - 2 * s, p + 2 * s, alpha=0.25, lw=0, step="post", label="±2σ")
+        ax.step(t, p, where="post", lw=1.2, label="estimate")
         for k, tp in enumerate(publish_t):
             ax.axvline(tp, color="tab:green", lw=0.8, alpha=0.6, label="published" if k == 0 else None)
         ax.set_ylabel(name, fontsize=8)

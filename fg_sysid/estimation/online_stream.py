@@ -59,6 +59,20 @@ class Stream:
     def n_samples(self) -> int:
         return int(self.t.shape[0])
 
+    @classmethod
+    def from_log(cls, log: Log, robot: RobotModel) -> Stream:
+        """A validated in-memory `Log` as a stream (benchmarks, tests)."""
+        return cls(
+            np.asarray(log.t, float),
+            np.asarray(log.q, float),
+            None if log.v is None else np.asarray(log.v, float),
+            np.asarray(log.tau, float),
+            tuple(log.joint_names),
+            robot,
+            log.source,
+            np.asarray(log.tau_measured, bool),
+        )
+
     def chunk(self, start: int, stop: int) -> dict:
         """Rows ``start:stop`` as an `OnlineEstimator.update` sample dict."""
         return {
