@@ -327,11 +327,7 @@ def _write_outputs(out_dir: Path, res, robot, robot_name, log_path, plotted, opt
     counts["bad_samples"] = int(ev["decision"].isin(bad_kinds).sum())
     counts["gaps"] = int((ev["decision"] == "gap").sum())
     publish_t = ev.loc[ev["decision"] == "publish", "t"].tolist()
-    stats = {k: v for k, v in getattr(est, "stats_", {}).items() if k != "refit_seconds"}
-    refits = np.asarray(getattr(est, "stats_", {}).get("refit_seconds", []), float)
-    if refits.size:
-        stats["refit_seconds_mean"] = float(refits.mean())
-        stats["refit_seconds_max"] = float(refits.max())
+    stats = _estimator_stats(est)
     finite_t = stream.t[np.isfinite(stream.t)]
     summary = {
         "command": "online",
@@ -412,6 +408,24 @@ def _write_outputs(out_dir: Path, res, robot, robot_name, log_path, plotted, opt
         lines += ["No candidate passed the gate: no model.json.", ""]
     (out_dir / "report.md").write_text("\n".join(lines))
     return summary
+
+
+def _estimator_stats(est) -> dict:
+    """The estimator's ``stats_`` (a dict or a dataclass) for summary.json: scalars as they are, lists of
+    numbers as mean / max / count."""
+    import dataclasses
+
+    raw = getattr(est, "stats_", None)
+    if dataclasses.is_dataclass(raw):
+        raw = dataclasses.asdict(raw)
+    out = {}
+    for k, v in (raw or {}).items():
+        if isinstance(v, (list, tuple, np.ndarray)):
+            x = np.asarray(v, float).ravel() if len(v) else np.zeros(0)
+            out[k] = {"mean": float(x.mean()), "max": float(x.max()), "count": int(x.size)} if x.size else {}
+        elif isinstance(v, (int, float, str, bool, type(None), np.number)):
+            out[k] = v
+    return out
 
 
 def _latency_frame(lat: dict):
