@@ -47,8 +47,9 @@ def _positive(name, x, allow_none=False):
     "--forgetting",
     type=float,
     default=None,
-    help="Forgetting horizon [s]: information older than about this is discounted (fixed-lag) / "
-    "the window length (windowed; default 20 s). Needed to track a changing robot.",
+    help="Forgetting, needed to track a changing robot; passed to the estimator as is: fixed-lag: θ "
+    "random-walk std per √s [θ units]; windowed: the window length [s] (default 20 s). Default: none "
+    "(fixed-lag: θ constant).",
 )
 @click.option(
     "--knot-rate", type=float, default=200.0, show_default=True, help="Smoother knots per second [Hz]."
