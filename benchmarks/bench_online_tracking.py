@@ -232,8 +232,12 @@ def part_c(robot, args) -> list[dict]:
         for m in marks:
             if marks[m] is None and t >= m - 1e-9:
                 marks[m] = True
-                buf = len(getattr(est, "_t", []))
-                rows.append({"log_minute": m / 60, "rss_mb": rss_mb(), "estimator_buffered_samples": buf})
+                if hasattr(est, "_t"):  # windowed: buffered samples
+                    buf = len(est._t)
+                else:  # fixed-lag: knots in the window
+                    kw = getattr(getattr(est, "stats_", None), "knots_in_window", None) or [np.nan]
+                    buf = kw[-1]
+                rows.append({"log_minute": m / 60, "rss_mb": rss_mb(), "estimator_window_size": buf})
 
     lag_saved = args.lag
     args.lag = args.memory_lag

@@ -17,7 +17,7 @@ from fg_sysid.estimation.baseline import nominal_parameters
 from fg_sysid.prediction import heldout_report
 from fg_sysid.robots import load_robot
 
-FAST = ["--knot-rate", "50", "--forgetting", "3", "--warmup", "2", "--lag", "1", "--holdout", "0.8"]
+FAST = ["--knot-rate", "50", "--warmup", "2", "--lag", "1", "--holdout", "0.8"]
 
 
 def invoke(*args):
@@ -96,7 +96,8 @@ def test_bad_samples_are_reported_and_skipped(logs, tmp_path):
     f = f.drop(index=range(700, 760))  # a 0.24 s gap
     f.to_csv(tmp_path / "bad.csv", index=False)
     out = tmp_path / "out"
-    r = invoke("online", tmp_path / "bad.csv", "--robot", "z1", "--out", out, *FAST)
+    r = invoke("online", tmp_path / "bad.csv", "--robot", "z1", "--out", out, "--estimator", "windowed",
+               *FAST)
     assert r.exit_code == 0, r.output
     ev = pd.read_csv(out / "events.csv")
     kinds = ev.groupby("decision")["t"].apply(list).to_dict()
