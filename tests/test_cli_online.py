@@ -145,3 +145,16 @@ def test_bad_logs_exit_2_without_output(logs, tmp_path, case, edit, message):
 def test_missing_log_exit_2(tmp_path):
     r = invoke("online", tmp_path / "nope.csv", "--robot", "z1", "--out", tmp_path / "out")
     assert r.exit_code == 2 and "not found" in r.output
+
+
+def test_realtime_replays_at_log_speed(logs, tmp_path):
+    _, frame = logs
+    path = tmp_path / "short.csv"
+    frame.iloc[: int(2.6 * 250)].to_csv(path, index=False)
+    out = tmp_path / "rt"
+    r = invoke("online", path, "--robot", "z1", "--out", out, "--realtime", "--estimator", "windowed",
+               "--chunk", "sample", *FAST)
+    assert r.exit_code == 0, r.output
+    s = json.loads((out / "summary.json").read_text())
+    assert s["options"]["realtime"] and s["options"]["chunk_samples"] == 1
+    assert s["wall_seconds"] >= s["log_duration_s"] - 0.05  # never ahead of the log's clock
