@@ -264,11 +264,17 @@ def main():
     ap.add_argument("--margin", type=float, default=0.05)
     ap.add_argument("--holdout", type=float, default=1.0)
     ap.add_argument("--payload-duration", type=float, default=30.0)
-    ap.add_argument("--payload-forgetting", type=float, default=5.0)
+    ap.add_argument("--payload-forgetting", type=float, default=None,
+                    help="forgetting of parts (b), (c): windowed window [s] (default 5), fixed-lag θ "
+                         "random-walk "
+                         "std per √s (default 0.5)")
     ap.add_argument("--memory-duration", type=float, default=600.0)
     ap.add_argument("--memory-lag", type=float, default=10.0)
     args = ap.parse_args()
     robot = load_robot(ROBOT)
+    kind = make_estimator(args.estimator, robot, 1.0, 100.0, None, 2.0).kind_
+    if args.payload_forgetting is None:
+        args.payload_forgetting = 5.0 if kind == "windowed" else 0.5
     print(
         f"# {platform.node()} {platform.processor() or platform.machine()}, robot {ROBOT}, "
         f"rate {args.rate:g} Hz, noise {args.noise:g}, knots {args.knot_rate:g} Hz, lag {args.lag:g} s, "
