@@ -47,7 +47,7 @@ from fg_sysid.robots import load_robot
 from fg_sysid.validation import model_spec, predict_efforts, relative_rmse
 
 ROBOT = "z1"
-IMG = Path(__file__).resolve().parents[1] / "docs" / "img" / "online_tracking.png"
+IMG = Path(__file__).resolve().parents[1] / "docs" / "img" / "online_tracking_{kind}.png"
 
 
 def rss_mb() -> float:
@@ -177,7 +177,8 @@ def part_b(robot, args) -> dict:
         "ref": e_ref,
         "forgetting": args.payload_forgetting,
     }
-    plot_tracking(out, robot, IMG)
+    out["img"] = Path(str(IMG).format(kind=res.estimator.kind_))
+    plot_tracking(out, robot, out["img"])
     print(f"[b] replay {res.wall_s:.1f} s", flush=True)
     return out
 
@@ -306,7 +307,7 @@ def main():
             f"\nbatch on post-change data: heldout {b['reference_heldout']:.4g}, "
             f"model {b['reference_model']:.4g}; "
             f"recovery time (held-out within 1.5x, staying): {b['recovery_s']:.3g} s; "
-            f"{b['publishes_after_change']} publishes after the change; plot {IMG}"
+            f"{b['publishes_after_change']} publishes after the change; plot {b['img']}"
         )
     if "c" in args.parts:
         c = pd.DataFrame(part_c(robot, args))
