@@ -1,0 +1,126 @@
+"""Online estimation benchmark (issue 13): latency per update, memory and end-of-log accuracy of the native
+fixed-lag `OnlineEstimator` against the batch `JointSmoother` on the same log.
+
+A simulated in-class log (seed 0) is streamed one sample per update (``--rate`` samples per second,
+knots at ``--knot-rate``); the warm-up is fitted by the batch smoother and excluded from the latency
+statistics. Per update: wall time and this thread's CPU time (on a shared machine the wall time includes
+waiting for a core; the load average is printed). Memory: the process's peak RSS and the window buffers'
+capacity. Accuracy: held-out relative RMSE of the predicted efforts (`fg_sysid.prediction.heldout_report`)
+on a noise-free log of the same robot with another excitation (seed 1), for the online θ at the end of the
+log and for the batch smoother fitted on the whole log.
+
+Floating bases (B1) are not supported by the online window yet (`EstimationError`); a row says so.
+
+Out of class: ``--truth sharp`` (friction tanh width 0.005 rad/s) or ``--truth stribeck`` (Stribeck
+friction), as benchmarks/bench_outofclass.py.
+
+Usage: python benchmarks/bench_online.py [--robot z1] [--duration 60] [--rate 200] [--knot-rate 200]
+       [--lag 1.0] [--noise 0.01] [--truth in-class|sharp|stribeck] [--no-batch] [--floating]
+       [--out benchmarks/results/online.csv]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from fg_sysid.datasets.simulate import Effects, simulate
+from fg_sysid.estimation.online import OnlineEstimator
+from fg_sysid.estimation.smoother import EstimationError, JointSmoother
+from fg_sysid.prediction import heldout_report
+from fg_sysid.robots import load_robot
+
+
+def rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+#: simulated truth: (tanh width of the truth's friction [rad/s], effects) — in-class, or outside the
+#: estimator's model class (as benchmarks/bench_outofclass.py)
+TRUTHS = {
+    "in-class": (0.05, Effects()),
+    "sharp": (0.005, Effects()),
+    "stribeck": (0.01, Effects(friction="stribeck", stribeck_ratio=1.5, stribeck_velocity=0.1)),
+}
+
+
+def run(robot_name: str, duration: float, rate: float, knot_rate: float, lag: float, noise: float,
+        batch: bool, warmup: float, truth: str = "in-class") -> dict:
+    robot = load_robot(robot_name)
+    row = {"robot": robot_name, "truth": truth, "duration_s": duration, "rate_hz": rate,
+           "knot_rate_hz": knot_rate, "lag_s": lag, "noise": noise}
+    vs, effects = TRUTHS[truth]
+    try:
+        est = OnlineEstimator(robot, lag=lag, knot_rate=knot_rate, warmup=warmup)
+    except EstimationError as e:
+        row["error"] = str(e)
+        return row
+    train = simulate(robot, duration, rate, noise, 0, friction_velocity_scale=vs, effects=effects)
+    held = simulate(robot, min(duration, 10.0), rate, 0.0, 1, truth=train.truth, friction_velocity_scale=vs,
+                    effects=effects)
+    log = train.log
+    rss = []
+    t0 = time.perf_counter()
+    for i in range(log.n_samples):
+        est.update(log.slice(i, i + 1))
+        if i % max(int(rate), 1) == 0:
+            rss.append(rss_mb())
+        if i % max(int(10 * rate), 1) == 0:
+            print(f"  t = {log.t[i]:6.1f} s, {time.perf_counter() - t0:6.1f} s elapsed", flush=True)
+    stats = est.stats_.table().iloc[1:]  # the first row is the warm-up's batch fit
+    lat, cpu = stats["latency_s"].to_numpy() * 1e3, stats["cpu_s"].to_numpy() * 1e3
+    for name, arr in (("wall", lat), ("cpu", cpu)):
+        for q in (50, 95, 99):
+            row[f"{name}_p{q}_ms"] = float(np.percentile(arr, q))
+    row["updates"] = int(len(stats))
+    row["knots_in_window_max"] = int(stats["knots_in_window"].max())
+    row["buffer_capacity"] = int(est._chain.cap)
+    row["rss_mb_after_warmup"] = float(rss[int(np.ceil(warmup)) + 1]) if len(rss) > warmup + 1 else np.nan
+    row["rss_mb_end"] = float(rss[-1])
+    row["online_heldout"] = heldout_report(est.result(), robot, held.log)["overall"]
+    row["warmup_heldout"] = heldout_report(est.smoother_.result_, robot, held.log)["overall"]
+    if batch:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            t1 = time.perf_counter()
+            sm = JointSmoother(robot, knot_stride=est._stride).fit(log)
+            row["batch_seconds"] = time.perf_counter() - t1
+        row["batch_heldout"] = heldout_report(sm.result_, robot, held.log)["overall"]
+        row["online_over_batch"] = row["online_heldout"] / row["batch_heldout"]
+    row["load_average_1min"] = os.getloadavg()[0]
+    return row
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--robot", default="z1")
+    ap.add_argument("--duration", type=float, default=60.0)
+    ap.add_argument("--rate", type=float, default=200.0)
+    ap.add_argument("--knot-rate", type=float, default=200.0)
+    ap.add_argument("--lag", type=float, default=1.0)
+    ap.add_argument("--warmup", type=float, default=2.0)
+    ap.add_argument("--noise", type=float, default=0.01)
+    ap.add_argument("--truth", default="in-class", choices=sorted(TRUTHS))
+    ap.add_argument("--no-batch", action="store_true")
+    ap.add_argument("--floating", action="store_true", help="also try B1 with a 0.5 s lag")
+    ap.add_argument("--out", default="benchmarks/results/online.csv")
+    a = ap.parse_args()
+    rows = [run(a.robot, a.duration, a.rate, a.knot_rate, a.lag, a.noise, not a.no_batch, a.warmup, a.truth)]
+    if a.floating:
+        rows.append(run("b1", a.duration, a.rate, a.knot_rate, 0.5, a.noise, False, a.warmup))
+    df = pd.DataFrame(rows)
+    Path(a.out).parent.mkdir(parents=True, exist_ok=True)
+    df.to_csv(a.out, index=False)
+    with pd.option_context("display.max_columns", None, "display.width", 200):
+        print(df.T.to_string())
+
+
+if __name__ == "__main__":
+    main()

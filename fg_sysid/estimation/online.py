@@ -1,0 +1,491 @@
+"""Native fixed-lag online estimator (issue 13): `OnlineEstimator`.
+
+The same factor terms as the batch `smoother.JointSmoother` (paper 004 eq. 1: encoders, velocities,
+inverse dynamics, integration, parameter prior), over a sliding window of knots x_j = (q_j, v_j, a_j)
+plus the parameter vector θ, which is never marginalized. Knots leaving the window (older than ``lag``
+seconds) are marginalized into a Gaussian prior on (oldest kept knot, θ): the exact Schur complement
+of the linear system, not a re-anchoring.
+
+**Warm-up.** The first ``warmup`` seconds are buffered and fitted by the batch `JointSmoother`
+(``smoother_options``): noise levels, layout, initial θ and knot states. From then on everything is
+causal: each update reads only the samples given so far.
+
+**Incremental elimination** (`online_elimination.KnotChain`). Every knot j has one linearization point
+x̄_j shared by all its factors and the θ̄_j its θ-dependent rows were linearized at. Its whitened linear
+factors (``Problem.whitened`` of the batch terms evaluated on that knot / pair with ``Evaluation(idx=...)``)
+are kept as Gram blocks on (δx_j, δx_{j+1}, p, 1) with δx_j = x_j ⊖ x̄_j and p the **physical** parameters
+(`layout.ParameterLayout.to_physical`): the inverse-dynamics rows are linear in p (regressor identity
+τ = Y(q, v, a) π + friction + armature), so J_p = J_θ (∂p/∂θ)⁻¹ and c = r̄ − J_p p(θ̄_j) make the stored
+information exact in p whatever θ̄_j was (only the tanh-width friction coordinates stay nonlinear).
+Knots are eliminated oldest → newest, p last (the order of `linear_solver`, paper 004 Sec. VIII);
+eliminating x_j leaves a conditional and the x_{j+1} rows of a dense running factor on (x_{j+1}, p) —
+both cached, with the p-block contributions, so that a new knot (factors only at the newest end)
+re-eliminates only the last knots. The top is the window's information on p, a quadratic; θ minimizes it
+plus the θ prior (the batch's parameter prior) by a few Levenberg–Marquardt iterations in θ (exact in the
+parameterization's nonlinearity; ``top_iterations`` per update, warm-started), and
+cov θ = (Jᵀ H_p J + prior)⁻¹ — the batch smoother's Gauss–Newton covariance. Back substitution gives the
+recent knots' states (all of them on request, `window_states`).
+A knot is relinearized (iSAM2's fluid relinearization) when its state step or the θ change since its
+linearization exceed thresholds — at most ``max_relinearize`` per update, oldest first, among the knots
+younger than ``relin_lag`` (so that the re-elimination per update stays bounded); a new knot, linearized
+at a prediction, is relinearized at its first solution by the next update.
+
+**Marginalization.** The running factor that eliminating the oldest knot leaves on (next knot, p) IS the
+exact Schur complement; it becomes the prior, and the next knot's linearization point is frozen from then
+on (first-estimate Jacobians).
+
+**Forgetting.** θ is constant inside the window; with ``forgetting`` = σ_rw [θ units per √s] the
+information the prior carries about p is that of a random walk over the time Δt the marginalized knots
+covered: convolved with N(0, J diag(σ_rw² Δt) Jᵀ) (the predict step at the window boundary), with the
+conditional of the boundary knot given p kept — only the prior's p block changes, and all cached p blocks
+shift by the same amount (no re-elimination). The URDF prior on θ is not forgotten.
+
+**Bad samples.** NaN in a required column, a time not after the last accepted sample (out of order or
+repeated) → the sample is rejected with a message naming its time and the culprit; the estimator goes on
+with the next sample. A gap longer than ``max_gap`` knot periods restarts the chain: the window's states
+are marginalized out and the next knot starts a new segment with the θ marginal as its only prior.
+
+Units: SI; q [rad | m], v [rad/s | m/s], a [rad/s² | m/s²], τ [N·m | N], t [s]; θ in the layout's
+unconstrained coordinates (`layout.ParameterLayout`). Fixed bases only for now (floating bases raise
+`EstimationError`).
+"""
+
+from __future__ import annotations
+
+import copy
+import sys
+import time
+import warnings
+from collections import deque
+from dataclasses import dataclass, field
+
+import numpy as np
+from threadpoolctl import ThreadpoolController
+
+from ..datasets.log import Log
+from ..robots import RobotModel
+from .linear_solver import SingularSystemError
+from .online_elimination import KnotChain
+from .problem import Problem
+from .result import IdentificationResult
+from .smoother import JointSmoother
+from .solver import EstimationError
+
+__all__ = ["OnlineEstimator", "OnlineUpdate"]
+
+_CONTROLLER = None
+
+
+def _blas_one_thread():
+    """One BLAS thread for the small dense blocks (the controller is built once: building it costs ms)."""
+    global _CONTROLLER
+    if _CONTROLLER is None:
+        _CONTROLLER = ThreadpoolController()
+    return _CONTROLLER.limit(limits=1, user_api="blas")
+
+
+@dataclass
+class OnlineUpdate:
+    """What one `OnlineEstimator.update` returns.
+
+    Attributes:
+        theta: current θ (layout coordinates), or None during warm-up.
+        theta_cov: its covariance (inverse θ Schur complement of the window), or None.
+        t: time of the newest knot [s] (None before the first knot).
+        states: the knots added by this update (filtered estimates): dict of ``t`` (k,), ``q`` (k, nq),
+            ``v`` (k, nv), ``a`` (k, nv).
+        rejected: one message per rejected sample (and per chain restart at a gap).
+        latency_s: wall time of this update [s].
+        ready: False during warm-up.
+    """
+
+    theta: np.ndarray | None
+    theta_cov: np.ndarray | None
+    t: float | None
+    states: dict
+    rejected: list
+    latency_s: float
+    ready: bool
+
+
+@dataclass
+class _Samples:
+    t: np.ndarray
+    q: np.ndarray
+    v: np.ndarray | None
+    tau: np.ndarray
+
+
+STATS_KEPT = 200_000  # updates kept in `OnlineEstimator.stats_` (bounded memory; 16 min at 200 Hz)
+
+
+def _ring():
+    return deque(maxlen=STATS_KEPT)
+
+
+@dataclass
+class _Stats:
+    """Per-update statistics (the last `STATS_KEPT` updates)."""
+
+    latency: deque = field(default_factory=_ring)  # wall time per update [s]
+    cpu: deque = field(default_factory=_ring)  # CPU time of this thread per update [s] (shared machines)
+    knots_in_window: deque = field(default_factory=_ring)
+    relinearized: deque = field(default_factory=_ring)  # knots relinearized (besides the new ones)
+    eliminated: deque = field(default_factory=_ring)  # knots re-eliminated
+
+    def table(self):
+        import pandas as pd
+
+        return pd.DataFrame({"latency_s": list(self.latency), "cpu_s": list(self.cpu),
+                             "knots_in_window": list(self.knots_in_window),
+                             "relinearized": list(self.relinearized), "eliminated": list(self.eliminated)})
+
+
+class OnlineEstimator:
+    """Fixed-lag joint state–parameter estimator, fed chunk by chunk (see the module docstring).
+
+    Args:
+        robot: the `RobotModel` (fixed base) whose joints match the stream's columns.
+        lag: window length [s]; older knots are marginalized.
+        knot_rate: knots per second [Hz] (one knot every round(sample rate / knot_rate) samples).
+        forgetting: θ random-walk std per √s [θ units] (None: θ constant, no forgetting).
+        warmup: seconds buffered and fitted by the batch smoother before the first online update.
+        smoother_options: keyword arguments of the warm-up `JointSmoother` (noise levels, friction, ...).
+        verbose: progress lines on stderr.
+        max_gap: a time step longer than ``max_gap`` knot periods restarts the chain.
+        max_relinearize: knots relinearized per update at most (besides the newest ones).
+        relin_x: thresholds on |δq| [rad], |δv| [rad/s], |δa| [rad/s²] of a knot's step from its
+            linearization point.
+        relin_theta: threshold on max |θ − θ̄_j| / θ prior std.
+        relin_lag: only knots younger than this [s] are relinearized (older ones keep their linearization
+            point until they leave the window; their estimates still move by back substitution). Bounds
+            the re-elimination per update to the knots in this lag.
+        top_iterations: Levenberg–Marquardt iterations on θ at the top per update (warm-started from the
+            previous update's θ, so the iterations accumulate over updates; `result` converges fully).
+    """
+
+    def __init__(self, robot: RobotModel, lag: float = 1.0, knot_rate: float = 200.0, forgetting=None,
+                 warmup: float = 2.0, smoother_options: dict | None = None, verbose: bool = False,
+                 max_gap: float = 5.0, max_relinearize: int = 2, relin_x=(1e-2, 1e-1, 1.0),
+                 relin_theta: float = 0.1, relin_lag: float = 0.05, top_iterations: int = 2):
+        if robot.floating_base:
+            raise EstimationError(
+                f"OnlineEstimator: robot {robot.name!r} has a floating base; the online window supports "
+                "fixed bases only (the floating term set — contacts, IMU, base wrench constraints — is not "
+                "wired into the incremental elimination yet)")
+        for name, val in (("lag", lag), ("knot_rate", knot_rate), ("warmup", warmup), ("max_gap", max_gap)):
+            if not (np.isfinite(val) and val > 0):
+                raise ValueError(f"{name} must be a positive number, got {val}")
+        fg = None if forgetting is None else np.asarray(forgetting, float)
+        if fg is not None and not (np.all(np.isfinite(fg)) and np.all(fg >= 0)):
+            raise ValueError(f"forgetting must be a non-negative std per √s, got {forgetting}")
+        opts = dict(smoother_options or {})
+        for bad in ("energy", "extra_terms", "knot_stride", "solver"):
+            if opts.get(bad):
+                raise ValueError(f"smoother_options[{bad!r}] is not supported by the online estimator")
+        self.robot = robot
+        self.lag = float(lag)
+        self.knot_rate = float(knot_rate)
+        self.forgetting = forgetting
+        self.warmup = float(warmup)
+        self.smoother_options = opts
+        self.verbose = verbose
+        self.max_gap = float(max_gap)
+        self.max_relinearize = int(max_relinearize)
+        self.relin_x = np.asarray(relin_x, float)
+        self.relin_theta = float(relin_theta)
+        self.relin_lag = float(relin_lag)
+        self.top_iterations = int(top_iterations)
+        self.stats_ = _Stats()
+        self.n_updates_ = 0
+        self._seconds = 0.0
+        self.layout_ = None
+        self.theta_ = None
+        self.theta_cov_ = None
+        self.smoother_ = None
+        self._buf: list[_Samples] = []
+        self._last_t = -np.inf
+        self._v_logged = None
+        self._tau_measured = None
+        self._chain = None
+
+    # ------------------------------------------------------------------ public
+    @property
+    def ready(self) -> bool:
+        return self._chain is not None
+
+    def update(self, samples) -> OnlineUpdate:
+        """Feed a chunk (a `Log` slice or a dict of ``t`` (n,), ``q`` (n, nj), ``v`` (n, nj) | None,
+        ``tau`` (n, nj)); returns the current θ, its covariance and the knots added (`OnlineUpdate`)."""
+        t0, c0 = time.perf_counter(), time.thread_time()
+        with _blas_one_thread():
+            chunk = self._as_samples(samples)
+            good, rejected = self._validate(chunk)
+            new_states = self._empty_states()
+            if good is not None:
+                if not self.ready:
+                    self._warmup_feed(good, rejected)
+                else:
+                    new_states = self._online_feed(good, rejected)
+        lat = time.perf_counter() - t0
+        if self.ready:
+            self.stats_.latency.append(lat)
+            self.n_updates_ += 1
+            self._seconds += lat
+            self.stats_.cpu.append(time.thread_time() - c0)
+            self.stats_.relinearized.append(getattr(self, "_relin_count", 0))
+            self.stats_.eliminated.append(self._chain.last_eliminated)
+            self._relin_count = 0
+            self.stats_.knots_in_window.append(self._chain.n)
+        return OnlineUpdate(None if self.theta_ is None else self.theta_.copy(),
+                            None if self.theta_cov_ is None else self.theta_cov_.copy(),
+                            None if not self.ready else self._chain.t_newest,
+                            new_states, rejected, lat, self.ready)
+
+    def window_states(self) -> dict:
+        """The window's smoothed knot states (full back substitution): ``t``, ``q``, ``v``, ``a``."""
+        if not self.ready:
+            raise EstimationError("the online estimator is still in warm-up: no window yet")
+        c = self._chain
+        c.back_substitute()
+        x = c.states(slice(0, c.n))
+        return {"t": c.t[c.o:c.o + c.n].copy(), "q": x[0], "v": x[1], "a": x[2]}
+
+    def result(self) -> IdentificationResult:
+        """An `IdentificationResult` at the current θ (θ covariance of the window, window trajectory):
+        usable by `prediction.heldout_report` and the model.json writer."""
+        if not self.ready:
+            raise EstimationError("the online estimator is still in warm-up: no result yet")
+        sm, c = self.smoother_, self._chain
+        with _blas_one_thread():
+            c.solve(max_iterations=50)
+        self.theta_, self.theta_cov_ = c.theta.copy(), c.theta_cov.copy()
+        st = self.window_states()
+        n = c.n
+        sl = slice(c.o, c.o + n)
+        r = sm._id.evaluate(st["q"], st["v"], st["a"], self._taum[sl], self.theta_, jacobians=False).r
+        r = r * self._tau_mask[sl]
+        return IdentificationResult.build(
+            layout=self.layout_, theta=self.theta_, theta_cov=self.theta_cov_,
+            theta_prior=(sm._theta_bar, sm._theta_std), t=st["t"], q=st["q"], v=st["v"], a=st["a"],
+            history=[], converged=True, seconds=self._seconds, noise=sm.noise_.as_dict(),
+            method="online", knots=int(n), id_residual=r,
+            measured_joints=[j for j, m in zip(self.robot.joint_names, self._tau_measured, strict=True) if m],
+            extras={"online": {"lag": self.lag, "knot_rate": self.knot_rate,
+                               "forgetting": _jsonable(self.forgetting),
+                               "updates": self.n_updates_}})
+
+    def refine(self, iterations: int = 1) -> None:
+        """Relinearize every knot of the window (except the frozen oldest) at the current estimate and
+        re-solve, ``iterations`` times: undamped Gauss–Newton iterations of the window (the streaming
+        updates only relinearize the young knots)."""
+        if not self.ready:
+            return
+        with _blas_one_thread():
+            c = self._chain
+            for _ in range(iterations):
+                c.solve(max_iterations=50)
+                c.relinearize(list(range(c.frozen_upto + 1, c.n)))
+                c.solve(max_iterations=50)
+            self.theta_, self.theta_cov_ = c.theta.copy(), c.theta_cov.copy()
+
+    # ------------------------------------------------------------------ input
+    def _as_samples(self, s) -> _Samples:
+        nj = self.robot.n_joints
+        if isinstance(s, Log):
+            if tuple(s.joint_names) != tuple(self.robot.joint_names):
+                raise EstimationError(f"log joints {list(s.joint_names)} do not match robot "
+                                      f"{self.robot.name!r} joints {list(self.robot.joint_names)}")
+            t, q, v, tau = s.t, s.q, s.v, s.tau
+        elif isinstance(s, dict):
+            missing = [k for k in ("t", "q", "tau") if k not in s]
+            if missing:
+                raise ValueError(f"samples need the keys t, q, tau (v optional); missing {missing}")
+            t, q, v, tau = s["t"], s["q"], s.get("v"), s["tau"]
+        else:
+            raise TypeError(f"samples must be a Log or a dict of arrays, not {type(s).__name__}")
+        t = np.atleast_1d(np.asarray(t, float))
+        q = np.asarray(q, float).reshape(t.size, -1)
+        tau = np.asarray(tau, float).reshape(t.size, -1)
+        v = None if v is None else np.asarray(v, float).reshape(t.size, -1)
+        for name, arr in (("q", q), ("tau", tau), ("v", v)):
+            if arr is not None and arr.shape[1] != nj:
+                raise ValueError(f"samples[{name!r}] has {arr.shape[1]} columns; robot {self.robot.name!r} "
+                                 f"has {nj} joints")
+        if self._v_logged is None:
+            self._v_logged = v is not None
+        elif self._v_logged and v is None:
+            raise ValueError("samples without 'v' after chunks that had logged velocities")
+        elif not self._v_logged:
+            v = None
+        return _Samples(t, q, v, tau)
+
+    def _validate(self, s: _Samples):
+        """Drop bad samples with a message each: NaN/inf time, t not after the last accepted sample, NaN in
+        q, v, or a measured effort column."""
+        names = self.robot.joint_names
+        keep = np.ones(s.t.size, bool)
+        msgs = []
+        last = self._last_t
+        tau_req = self._tau_measured if self._tau_measured is not None else ~np.all(np.isnan(s.tau), axis=0)
+        for i in range(s.t.size):
+            ti = s.t[i]
+            culprit = None
+            if not np.isfinite(ti):
+                culprit = "time t is not finite"
+            elif ti <= last:
+                culprit = (f"t is not after the last accepted sample t={last:.6f} s "
+                           f"({'repeated' if ti == last else 'out of order'})")
+            else:
+                for col, arr, req in (("q", s.q, None), ("v", s.v, None), ("tau", s.tau, tau_req)):
+                    if arr is None:
+                        continue
+                    bad = ~np.isfinite(arr[i]) if req is None else (~np.isfinite(arr[i]) & req)
+                    if np.any(bad):
+                        culprit = f"NaN/inf in {col}[{names[int(np.argmax(bad))]}]"
+                        break
+            if culprit is not None:
+                keep[i] = False
+                msgs.append(f"sample at t={ti:.6f} s rejected: {culprit}")
+            else:
+                last = ti
+        self._last_t = last
+        if not keep.any():
+            return None, msgs
+        return _Samples(s.t[keep], s.q[keep], None if s.v is None else s.v[keep], s.tau[keep]), msgs
+
+    # ------------------------------------------------------------------ warm-up
+    def _warmup_feed(self, s: _Samples, msgs: list) -> None:
+        if self._buf:
+            prev = self._buf[-1].t[-1]
+            gap = s.t[0] - prev
+            if self._buf and len(self._buf) > 1:
+                dt = np.median(np.diff(np.concatenate([b.t for b in self._buf])))
+                if gap > self.max_gap * max(dt, 1.0 / self.knot_rate):
+                    msgs.append(f"gap of {gap:.4f} s before t={s.t[0]:.6f} s during warm-up: "
+                                "warm-up restarts")
+                    self._buf = []
+        self._buf.append(s)
+        t_first = self._buf[0].t[0]
+        if s.t[-1] - t_first < self.warmup:
+            return
+        t = np.concatenate([b.t for b in self._buf])
+        q = np.concatenate([b.q for b in self._buf])
+        v = None if self._buf[0].v is None else np.concatenate([b.v for b in self._buf])
+        tau = np.concatenate([b.tau for b in self._buf])
+        self._buf = []
+        self._start(Log(t, q, v, tau, tuple(self.robot.joint_names), source="online warm-up"))
+
+    def _start(self, log: Log) -> None:
+        """Batch fit of the warm-up log; the window starts with its knots (`KnotChain`)."""
+        dt = float(np.median(np.diff(log.t)))
+        self._stride = max(int(round(1.0 / (self.knot_rate * dt))), 1)
+        self._dt = dt
+        self._tau_measured = log.tau_measured
+        self._log(f"warm-up: batch smoother on {log.n_samples} samples ({log.duration:.2f} s), "
+                  f"knot stride {self._stride}")
+        opts = dict(self.smoother_options)
+        sm = JointSmoother(self.robot, knot_stride=self._stride, verbose=self.verbose, **opts)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            sm.fit(log)
+        self.smoother_ = sm
+        self.layout_ = sm.layout_
+        idx = np.arange(0, log.n_samples, self._stride)
+        x = sm.states_
+        self._build_buffers(sm, len(idx))
+        self._chain = KnotChain(self, sm, self._problem, self._cap)
+        self._chain.start(log.t[idx], log.q[idx], None if log.v is None else log.v[idx], log.tau[idx], x,
+                          sm.result_.theta)
+        self._marginalize_old()
+        self._chain.solve()
+        self.theta_, self.theta_cov_ = self._chain.theta.copy(), self._chain.theta_cov.copy()
+        self._last_knot_t = float(log.t[idx[-1]])
+        self._tail_knots = int(np.ceil(self.relin_lag / (self._stride * self._dt))) + 1
+        self._pending_forget = 0.0
+
+    def _build_buffers(self, sm: JointSmoother, n_warm: int) -> None:
+        """Per-knot buffers (capacity ~ window + margin, compacted in place) and the window `Problem` with the
+        batch smoother's own term builders reading them."""
+        window = int(np.ceil(self.lag / (self._stride * self._dt))) + 2
+        self._cap = cap = max(window + max(window // 2, 64), n_warm + 8)
+        nv = self.robot.nv
+        self._qm = np.zeros((cap, self.robot.nq))
+        self._vm = np.zeros((cap, nv)) if self._v_logged else None
+        self._taum = np.zeros((cap, nv))
+        iv = self.robot.joint_index_v()
+        mask = np.zeros(nv, bool)
+        mask[iv] = self._tau_measured
+        self._tau_mask = np.broadcast_to(mask, (cap, nv)).copy()
+        self._h = np.ones(cap)
+        shadow = copy.copy(sm)
+        shadow._qm, shadow._vm, shadow._taum, shadow._tau_mask, shadow._h = (
+            self._qm, self._vm, self._taum, self._tau_mask, self._h)
+        shadow._energy_log = None
+        shadow.extra_terms = ()
+        self._problem: Problem = shadow._build_problem(sm.noise_)
+
+    # ------------------------------------------------------------------ streaming
+    def _online_feed(self, s: _Samples, msgs: list) -> dict:
+        c = self._chain
+        period = self._stride * self._dt
+        added = []
+        for i in range(s.t.size):
+            ti = s.t[i]
+            gap = ti - self._last_knot_t
+            if gap > self.max_gap * period:
+                msgs.append(f"gap of {gap:.4f} s before t={ti:.6f} s (> {self.max_gap:g} knot periods): "
+                            "the chain restarts here with the θ marginal as its prior")
+                c.restart_segment()
+                self._pending_forget += gap
+            elif gap < period - 0.5 * self._dt:
+                continue  # not a knot sample
+            c.append(ti, s.q[i], None if s.v is None else s.v[i], s.tau[i])
+            self._last_knot_t = ti
+            added.append(c.n - 1)
+            self._marginalize_old()
+        if not added:
+            return self._empty_states()
+        # fluid relinearization of the young knots at the last solution (new knots start from a prediction:
+        # they are relinearized at the next update), then one elimination from the oldest changed knot
+        relin = c.stale(self.max_relinearize)
+        if relin:
+            c.relinearize(relin)
+        try:
+            c.solve(backsub=self._tail_knots + len(added), max_iterations=self.top_iterations)
+        except SingularSystemError as e:
+            if c.frozen_upto >= 0 or c.n >= 4:
+                raise
+            # a new segment's first knots (after a gap) may not determine every state yet (e.g. the
+            # accelerations of joints without effort measurements): wait for the next knots
+            msgs.append(f"t={c.t_newest:.6f} s: new segment not solvable yet ({e}); waiting for more knots")
+            c.restart = 0
+            return self._empty_states()
+        self._relin_count = len(relin)
+        self.theta_, self.theta_cov_ = c.theta.copy(), c.theta_cov.copy()
+        k = min(len(added), c.n)
+        x = c.states(slice(c.n - k, c.n))
+        return {"t": c.t[c.o + c.n - k:c.o + c.n].copy(), "q": x[0], "v": x[1], "a": x[2]}
+
+    def _empty_states(self) -> dict:
+        r = self.robot
+        return {"t": np.zeros(0), "q": np.zeros((0, r.nq)), "v": np.zeros((0, r.nv)),
+                "a": np.zeros((0, r.nv))}
+
+    def _marginalize_old(self) -> None:
+        c = self._chain
+        while c.n > 2 and c.t[c.o + c.n - 1] - c.t[c.o + 1] >= self.lag:
+            dt = c.marginalize_oldest()
+            self._pending_forget = getattr(self, "_pending_forget", 0.0) + dt
+        if self.forgetting is not None and self._pending_forget > 0:
+            q = np.broadcast_to(np.asarray(self.forgetting, float) ** 2, (c.nt,)) * self._pending_forget
+            c.inflate_theta(q)
+        self._pending_forget = 0.0
+
+    def _log(self, msg: str) -> None:
+        if self.verbose:
+            print(msg, file=sys.stderr, flush=True)
+
+
+def _jsonable(x):
+    return None if x is None else np.asarray(x, float).tolist()
