@@ -313,8 +313,8 @@ def main():
     if "c" in args.parts:
         c = pd.DataFrame(part_c(robot, args))
         print(
-            f"\n## (c) memory over a {args.memory_duration:g} s log (window {args.payload_forgetting:g} s, "
-            f"refit every {args.memory_lag:g} s)\n"
+            f"\n## (c) memory over a {args.memory_duration:g} s log (forgetting {args.payload_forgetting:g}, "
+            f"lag {args.memory_lag if kind == 'windowed' else args.lag:g} s)\n"
         )
         print(c.to_markdown(index=False, floatfmt=".4g"))
 
