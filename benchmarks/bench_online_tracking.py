@@ -215,7 +215,8 @@ def plot_tracking(b, robot, path):
         ax.axvline(b["change_time"], color="tab:red", lw=1)
     axes[-1].set_xlabel("log time t [s] (red: 1 kg payload attached)")
     fig.suptitle(
-        f"{robot.name}: online tracking of a payload change (window {b['forgetting']:g} s)", fontsize=10
+        f"{robot.name}: online tracking of a payload change ({b['kind']}, forgetting {b['forgetting']:g}"
+        + (" s window)" if b["kind"] == "windowed" else " θ random-walk std per √s)"), fontsize=10
     )
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -291,7 +292,7 @@ def main():
             print(g.drop(columns="truth").to_markdown(index=False, floatfmt=".4g"))
     if "b" in args.parts:
         b = part_b(robot, args)
-        print(f"\n## (b) 1 kg payload at t = {b['change_time']:g} s (window {b['forgetting']:g} s)\n")
+        print(f"\n## (b) 1 kg payload at t = {b['change_time']:g} s (forgetting {b['forgetting']:g})\n")
         tab = pd.DataFrame(
             [
                 {
