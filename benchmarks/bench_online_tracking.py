@@ -176,6 +176,7 @@ def part_b(robot, args) -> dict:
         "pc": pc,
         "ref": e_ref,
         "forgetting": args.payload_forgetting,
+        "kind": res.estimator.kind_,
     }
     out["img"] = Path(str(IMG).format(kind=res.estimator.kind_))
     plot_tracking(out, robot, out["img"])
