@@ -52,13 +52,13 @@ TRUTHS = {
 
 
 def run(robot_name: str, duration: float, rate: float, knot_rate: float, lag: float, noise: float,
-        batch: bool, warmup: float, truth: str = "in-class") -> dict:
+        batch: bool, warmup: float, truth: str = "in-class", forgetting: float | None = None) -> dict:
     robot = load_robot(robot_name)
     row = {"robot": robot_name, "truth": truth, "duration_s": duration, "rate_hz": rate,
-           "knot_rate_hz": knot_rate, "lag_s": lag, "noise": noise}
+           "knot_rate_hz": knot_rate, "lag_s": lag, "noise": noise, "forgetting": forgetting}
     vs, effects = TRUTHS[truth]
     try:
-        est = OnlineEstimator(robot, lag=lag, knot_rate=knot_rate, warmup=warmup)
+        est = OnlineEstimator(robot, lag=lag, knot_rate=knot_rate, warmup=warmup, forgetting=forgetting)
     except EstimationError as e:
         row["error"] = str(e)
         return row
@@ -109,10 +109,12 @@ def main() -> None:
     ap.add_argument("--noise", type=float, default=0.01)
     ap.add_argument("--truth", default="in-class", choices=sorted(TRUTHS))
     ap.add_argument("--no-batch", action="store_true")
+    ap.add_argument("--forgetting", type=float, default=None, help="θ random-walk std per √s (default: none)")
     ap.add_argument("--floating", action="store_true", help="also try B1 with a 0.5 s lag")
     ap.add_argument("--out", default="benchmarks/results/online.csv")
     a = ap.parse_args()
-    rows = [run(a.robot, a.duration, a.rate, a.knot_rate, a.lag, a.noise, not a.no_batch, a.warmup, a.truth)]
+    rows = [run(a.robot, a.duration, a.rate, a.knot_rate, a.lag, a.noise, not a.no_batch, a.warmup, a.truth,
+                a.forgetting)]
     if a.floating:
         rows.append(run("b1", a.duration, a.rate, a.knot_rate, 0.5, a.noise, False, a.warmup))
     df = pd.DataFrame(rows)
