@@ -471,13 +471,11 @@ def simulate_loop_mujoco(robot: RobotModel, desc: LoopDescription, duration: flo
 
 # ---------------------------------------------------------------------------------------------- output
 def truth_trajectory_frame(result: LoopSimResult) -> pd.DataFrame:
-    """Noise-free ``t, q.*, v.*, a.*, tau.*`` table of all joints (tau 0 on passive joints)."""
-    tl = result.truth_log
-    cols = {"t": tl.t}
-    for kind, arr in (("q", tl.q), ("v", tl.v), ("a", result.truth_acceleration), ("tau", tl.tau)):
-        for i, j in enumerate(tl.joint_names):
-            cols[f"{kind}.{j}"] = arr[:, i]
-    return pd.DataFrame(cols)
+    """Noise-free ``t, q.*, v.*, a.*, tau.*`` table of all joints (tau 0 on passive joints); the same table
+    as `fg_sysid.datasets.simulate.truth_trajectory_frame`."""
+    from .simulate import truth_trajectory_frame as frame
+
+    return frame(result)
 
 
 def write_loop_log(log: Log, path: str | os.PathLike) -> Path:
