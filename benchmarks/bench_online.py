@@ -105,7 +105,7 @@ def main() -> None:
     ap.add_argument("--rate", type=float, default=200.0)
     ap.add_argument("--knot-rate", type=float, default=200.0)
     ap.add_argument("--lag", type=float, default=1.0)
-    ap.add_argument("--warmup", type=float, default=2.0)
+    ap.add_argument("--warmup", type=float, default=5.0)
     ap.add_argument("--noise", type=float, default=0.01)
     ap.add_argument("--truth", default="in-class", choices=sorted(TRUTHS))
     ap.add_argument("--no-batch", action="store_true")

@@ -55,7 +55,7 @@ def _positive(name, x, allow_none=False):
     "--knot-rate", type=float, default=200.0, show_default=True, help="Smoother knots per second [Hz]."
 )
 @click.option(
-    "--warmup", type=float, default=2.0, show_default=True, help="Log time before the first estimate [s]."
+    "--warmup", type=float, default=5.0, show_default=True, help="Log time before the first estimate [s]."
 )
 @click.option(
     "--realtime",

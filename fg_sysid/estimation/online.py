@@ -149,7 +149,9 @@ class OnlineEstimator:
         lag: window length [s]; older knots are marginalized.
         knot_rate: knots per second [Hz] (one knot every round(sample rate / knot_rate) samples).
         forgetting: θ random-walk std per √s [θ units] (None: θ constant, no forgetting).
-        warmup: seconds buffered and fitted by the batch smoother before the first online update.
+        warmup: seconds buffered and fitted by the batch smoother before the first online update (5 s:
+            with 2 s the Panda's poor warm-up fit stayed in the frozen marginal prior, 20× the batch error
+            at the end of a 60 s log; with 5 s 0.98×, Z1 1.02×, `benchmarks/bench_online.py`).
         smoother_options: keyword arguments of the warm-up `JointSmoother` (noise levels, friction, ...).
         verbose: progress lines on stderr.
         max_gap: a time step longer than ``max_gap`` knot periods restarts the chain.
@@ -165,7 +167,7 @@ class OnlineEstimator:
     """
 
     def __init__(self, robot: RobotModel, lag: float = 1.0, knot_rate: float = 200.0, forgetting=None,
-                 warmup: float = 2.0, smoother_options: dict | None = None, verbose: bool = False,
+                 warmup: float = 5.0, smoother_options: dict | None = None, verbose: bool = False,
                  max_gap: float = 5.0, max_relinearize: int = 2, relin_x=(1e-2, 1e-1, 1.0),
                  relin_theta: float = 0.1, relin_lag: float = 0.05, top_iterations: int = 2):
         if robot.floating_base:
