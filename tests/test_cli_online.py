@@ -158,3 +158,16 @@ def test_realtime_replays_at_log_speed(logs, tmp_path):
     s = json.loads((out / "summary.json").read_text())
     assert s["options"]["realtime"] and s["options"]["chunk_samples"] == 1
     assert s["wall_seconds"] >= s["log_duration_s"] - 0.05  # never ahead of the log's clock
+
+
+def test_gtsam_estimator_through_the_cli(logs, tmp_path):
+    """--estimator gtsam: the same window on GTSAM's iSAM2 fixed-lag smoother, same outputs."""
+    d, _ = logs
+    out = tmp_path / "g"
+    r = invoke("online", d / "log.parquet", "--robot", "z1", "--estimator", "gtsam", "--out", out, *FAST)
+    assert r.exit_code == 0, r.output
+    s = json.loads((out / "summary.json").read_text())
+    assert s["estimator"] == "gtsam" and s["counts"]["bad_samples"] == 0
+    traj = pd.read_parquet(out / "theta_trajectory.parquet")
+    assert len(traj) > 10 and (traj["link06.m.std"] > 0).all()
+    assert (out / "model.json").is_file()

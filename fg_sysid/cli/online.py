@@ -13,7 +13,7 @@ import numpy as np
 
 from .common import atomic_output_dir, fail, json_safe, load_robot_or_fail, main
 
-ESTIMATORS = ("auto", "fixed-lag", "windowed")
+ESTIMATORS = ("auto", "fixed-lag", "gtsam", "windowed")
 #: Parameters plotted by default: this many, the best determined (largest |p|/std at the end).
 N_PLOTTED = 6
 
@@ -76,8 +76,9 @@ def _positive(name, x, allow_none=False):
     type=click.Choice(ESTIMATORS),
     default="auto",
     show_default=True,
-    help="fixed-lag: issue 13's OnlineEstimator; windowed: sliding-window batch refits; auto: "
-    "fixed-lag when installed.",
+    help="fixed-lag: issue 13's OnlineEstimator; gtsam: the same window on GTSAM's iSAM2 fixed-lag "
+    "smoother (slower; docs/online-gtsam.md); windowed: sliding-window batch refits; auto: fixed-lag when "
+    "installed.",
 )
 @click.option(
     "--margin",

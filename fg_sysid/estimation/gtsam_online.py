@@ -99,7 +99,7 @@ class GtsamFixedLagEstimator:
     """
 
     def __init__(self, robot, lag: float = 1.0, knot_rate: float = 200.0, forgetting=None,
-                 warmup: float = 2.0, smoother_options: dict | None = None, smoother: str = "incremental",
+                 warmup: float = 5.0, smoother_options: dict | None = None, smoother: str = "incremental",
                  relinearize_threshold=(1e-3, 1e-2, np.inf), theta_relinearize_threshold: float = 0.05,
                  relinearize_skip: int = 1, theta_epoch: float = 0.1, dogleg: bool = False,
                  wildfire_threshold: float = 1e-3,

@@ -42,12 +42,20 @@ EVENT_COLUMNS = [
 
 
 def available_estimators() -> list[str]:
-    """``fixed-lag`` (issue 13's `OnlineEstimator`) if installed, and ``windowed`` (always)."""
+    """``fixed-lag`` (issue 13's `OnlineEstimator`) if installed, ``gtsam`` (the same window on GTSAM's
+    iSAM2 fixed-lag smoother, `gtsam_online.GtsamFixedLagEstimator`; slower, docs/online-gtsam.md) and
+    ``windowed`` (always)."""
     out = []
     try:
         from .online import OnlineEstimator  # noqa: F401
 
         out.append("fixed-lag")
+    except ImportError:
+        pass
+    try:
+        from .gtsam_online import GtsamFixedLagEstimator  # noqa: F401
+
+        out.append("gtsam")
     except ImportError:
         pass
     return [*out, "windowed"]
@@ -63,7 +71,8 @@ def make_estimator(
     smoother_options: dict | None = None,
     verbose: bool = False,
 ):
-    """An online estimator: ``auto`` (fixed-lag if available, else windowed), ``fixed-lag``, ``windowed``."""
+    """An online estimator: ``auto`` (fixed-lag if available, else windowed), ``fixed-lag``, ``gtsam``,
+    ``windowed``."""
     avail = available_estimators()
     if kind == "auto":
         kind = avail[0]
@@ -71,6 +80,8 @@ def make_estimator(
         raise ValueError(f"estimator {kind!r} is not available (available: {', '.join(avail)})")
     if kind == "fixed-lag":
         from .online import OnlineEstimator as Est
+    elif kind == "gtsam":
+        from .gtsam_online import GtsamFixedLagEstimator as Est
     else:
         from .online_windowed import WindowedBatchEstimator as Est
     est = Est(
