@@ -549,6 +549,14 @@ def load_log_for_robot(
             raise LogError(f"{path}: cannot read log: {type(e).__name__}: {e}") from None
     else:
         columns = list(_read_table(path).columns)
+    robot = lock_absent_joints(robot, columns, path)
+    return robot, read_log(path, robot, _frame=frame)
+
+
+def lock_absent_joints(robot: RobotModel, columns, path, stacklevel: int = 2) -> RobotModel:
+    """``robot`` with the joints that have no ``q.<joint>`` column in ``columns`` locked at neutral (one
+    warning naming them, ``stacklevel`` counted from the caller); unencoded joints of a closed loop stay
+    free. `LogError` when no joint matches. Shared by `load_log_for_robot` and the online stream reader."""
     columns = [str(c).strip() for c in columns]
     logged = {j for j in log_joint_names(columns) if f"q.{j}" in columns}
     unencoded = robot.actuation.unencoded if robot.actuation is not None else ()
@@ -563,6 +571,6 @@ def load_log_for_robot(
         warnings.warn(
             f"{path}: {len(absent)} joint(s) of robot {robot.name!r} absent from the log are locked at "
             "neutral: " + ", ".join(absent),
-            stacklevel=2,
+            stacklevel=stacklevel + 1,
         )
-    return robot, read_log(path, robot, _frame=frame)
+    return robot

@@ -15,13 +15,12 @@ Units: t [s], q [rad | m], v [rad/s | m/s], tau [N·m | N], columns in ``robot.j
 from __future__ import annotations
 
 import os
-import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from ..datasets.io import LogError, _read_any, log_joint_names
+from ..datasets.io import LogError, _read_any, lock_absent_joints, log_joint_names
 from ..datasets.log import Log
 from ..robots import RobotModel
 
@@ -107,20 +106,10 @@ def read_stream(path: str | os.PathLike, robot: RobotModel, *, bag_options=None,
     if len(df) < 2:
         raise StreamError(f"{path}: log has {len(df)} row(s); at least 2 are needed")
     log_joints = log_joint_names(df.columns)
-    logged = [j for j in log_joints if f"q.{j}" in df.columns]
-    absent = [j for j in robot.joint_names if j not in logged]
-    if len(absent) == len(robot.joint_names):
-        raise StreamError(
-            f"{path}: no position column matches a joint of robot {robot.name!r}; the log's "
-            f"joints: {log_joints}; robot joints: {list(robot.joint_names)}"
-        )
-    if absent:
-        robot = robot.lock({j: None for j in absent})
-        warnings.warn(
-            f"{path}: {len(absent)} joint(s) of robot {robot.name!r} absent from the log are locked "
-            "at neutral: " + ", ".join(absent),
-            stacklevel=2,
-        )
+    try:
+        robot = lock_absent_joints(robot, df.columns, path)  # the rule of `load_log_for_robot`
+    except LogError as e:
+        raise StreamError(str(e)) from None
     joints = list(robot.joint_names)
     unknown = [j for j in log_joints if j not in joints and j not in robot.locked_joints]
     if unknown:
