@@ -533,12 +533,12 @@ def simulate_loop_stance(robot: RobotModel, desc: LoopDescription, duration: flo
     import mujoco
 
     from .mujoco_sim import (
+        MujocoSimError,
         StanceResult,
         StepPlan,
-        contact_forces,
         debounce_contacts,
-        mj_to_pin,
         pin_to_mj,
+        record_floating_run,
         standing_configuration,
         standing_posture,
         to_log,
@@ -623,42 +623,19 @@ def simulate_loop_stance(robot: RobotModel, desc: LoopDescription, duration: flo
         control(0.0)
         mujoco.mj_step(mj, data)
     substeps = int(round(1.0 / (rate * timestep)))
-    N = int(round(duration * rate)) + 1
-    nf = len(feet)
-    out = {k: np.empty((N, n)) for k in ("q", "v", "tau", "q_des")}
-    out.update({k: np.empty((N, 3)) for k in ("gyro", "acc", "base_pos", "base_lin_vel", "base_ang_vel")})
-    base_quat = np.empty((N, 4))
-    contact = np.zeros((N, nf), bool)
-    cforce = np.zeros((N, nf, 3))
-    q_pin, v_pin = np.empty((N, robot.nq)), np.empty((N, robot.nv))
-    t = np.arange(N) / rate
-    ga, aa = info.sensor_adr["gyro"], info.sensor_adr["acc"]
-    viol = 0.0
-    for k in range(N):
-        out["q_des"][k] = control(t[k])
-        mujoco.mj_forward(mj, data)
-        out["q"][k] = data.qpos[info.qpos_adr]
-        out["v"][k] = data.qvel[info.dof_adr]
-        out["tau"][k] = 0.0
-        out["tau"][k, act] = data.qfrc_actuator[info.dof_adr[act]]
-        out["gyro"][k] = data.sensordata[ga:ga + 3]
-        out["acc"][k] = data.sensordata[aa:aa + 3]
-        out["base_pos"][k] = data.qpos[:3]
-        base_quat[k] = data.qpos[3:7]
-        out["base_lin_vel"][k] = data.qvel[:3]
-        out["base_ang_vel"][k] = data.qvel[3:6]
-        contact[k], cforce[k] = contact_forces(mj, data, info)
-        q_pin[k], v_pin[k] = mj_to_pin(data.qpos, data.qvel, info, robot.nq, robot.nv)
+    viol = [0.0]
+
+    def closure_gap(data):
         for a_id, b_id in sites:
-            viol = max(viol, float(np.linalg.norm(data.site_xpos[a_id] - data.site_xpos[b_id])))
-        if k == N - 1:
-            break
-        for s in range(substeps):
-            if s:
-                control(t[k] + s * timestep)
-            mujoco.mj_step(mj, data)
-        if not (np.isfinite(data.qpos).all() and np.isfinite(data.qvel).all()):
-            raise SimulationError(f"MuJoCo diverged at t = {t[k + 1]:.4g} s (robot {robot.name!r})")
+            viol[0] = max(viol[0], float(np.linalg.norm(data.site_xpos[a_id] - data.site_xpos[b_id])))
+
+    try:
+        t, out, base_quat, contact, cforce, q_pin, v_pin = record_floating_run(
+            mj, data, info, robot, control, duration, rate, substeps, timestep, len(feet), actuated=act,
+            on_sample=closure_gap)
+    except MujocoSimError as e:
+        raise SimulationError(f"{e} (robot {robot.name!r})") from None
+    viol = viol[0]
 
     friction = {"model": "mujoco-frictionloss-damping", "velocity_scale": None,
                 "law": "frictionloss = fc (dry), damping = fv on actuated joints"}

@@ -653,6 +653,59 @@ def draw_truth(robot: RobotModel, seed: int, foot_frames=DEFAULT_FOOT_FRAMES,
     return {"inertial": P, "fc": fc, "fv": fv, "armature": arm}
 
 
+def record_floating_run(mj, data, info: MujocoInfo, robot: RobotModel, control, duration: float, rate: float,
+                        substeps: int, timestep: float, n_feet: int, actuated=None, on_sample=None):
+    """Step a floating-base MuJoCo model under ``control(t) -> q_des`` and record one sample per log
+    period (``substeps`` MuJoCo steps of ``timestep``; `mujoco.mj_forward` before each sample so that
+    contacts, sensors and actuator forces are those at t_k). ``actuated`` (joint indices): joints whose
+    ``qfrc_actuator`` is logged as tau (others 0; None: all); ``on_sample(data)`` is called at each sample.
+    Returns t, out (q, v, tau, q_des, gyro, acc, base_pos, base_lin_vel, base_ang_vel), base_quat
+    (w, x, y, z), contact flags, contact forces, and the Pinocchio q, v. Raises `MujocoSimError` when the
+    simulation diverges."""
+    import mujoco
+
+    n = robot.n_joints
+    N = int(round(duration * rate)) + 1
+    out = {k: np.empty((N, n)) for k in ("q", "v", "tau", "q_des")}
+    out.update({k: np.empty((N, 3)) for k in ("gyro", "acc", "base_pos", "base_lin_vel", "base_ang_vel")})
+    base_quat = np.empty((N, 4))
+    contact = np.zeros((N, n_feet), bool)
+    cforce = np.zeros((N, n_feet, 3))
+    q_pin, v_pin = np.empty((N, robot.nq)), np.empty((N, robot.nv))
+    t = np.arange(N) / rate
+    ga, aa = info.sensor_adr["gyro"], info.sensor_adr["acc"]
+    act = None if actuated is None else np.asarray(actuated, int)
+    for k in range(N):
+        out["q_des"][k] = control(t[k])
+        mujoco.mj_forward(mj, data)
+        out["q"][k] = data.qpos[info.qpos_adr]
+        out["v"][k] = data.qvel[info.dof_adr]
+        if act is None:
+            out["tau"][k] = data.qfrc_actuator[info.dof_adr]
+        else:
+            out["tau"][k] = 0.0
+            out["tau"][k, act] = data.qfrc_actuator[np.asarray(info.dof_adr)[act]]
+        out["gyro"][k] = data.sensordata[ga:ga + 3]
+        out["acc"][k] = data.sensordata[aa:aa + 3]
+        out["base_pos"][k] = data.qpos[:3]
+        base_quat[k] = data.qpos[3:7]
+        out["base_lin_vel"][k] = data.qvel[:3]
+        out["base_ang_vel"][k] = data.qvel[3:6]
+        contact[k], cforce[k] = contact_forces(mj, data, info)
+        q_pin[k], v_pin[k] = mj_to_pin(data.qpos, data.qvel, info, robot.nq, robot.nv)
+        if on_sample is not None:
+            on_sample(data)
+        if k == N - 1:
+            break
+        for s in range(substeps):
+            if s:
+                control(t[k] + s * timestep)
+            mujoco.mj_step(mj, data)
+        if not (np.isfinite(data.qpos).all() and np.isfinite(data.qvel).all()):
+            raise MujocoSimError(f"MuJoCo simulation diverged at t={t[k + 1]:.4g} s")
+    return t, out, base_quat, contact, cforce, q_pin, v_pin
+
+
 def simulate_stance(
     robot: RobotModel,
     duration: float = 2.0,
@@ -756,39 +809,8 @@ def simulate_stance(
         control(0.0)
         mujoco.mj_step(mj, data)
 
-    N = int(round(duration * rate)) + 1
-    nf = len(foot_frames)
-    out = {k: np.empty((N, n)) for k in ("q", "v", "tau", "q_des")}
-    out.update({k: np.empty((N, 3)) for k in ("gyro", "acc", "base_pos", "base_lin_vel", "base_ang_vel")})
-    base_quat = np.empty((N, 4))
-    contact = np.zeros((N, nf), bool)
-    cforce = np.zeros((N, nf, 3))
-    q_pin = np.empty((N, robot.nq))
-    v_pin = np.empty((N, robot.nv))
-    t = np.arange(N) / rate
-    ga, aa = info.sensor_adr["gyro"], info.sensor_adr["acc"]
-    for k in range(N):
-        out["q_des"][k] = control(t[k])
-        mujoco.mj_forward(mj, data)  # consistent contacts, sensors and actuator forces at t_k
-        out["q"][k] = data.qpos[info.qpos_adr]
-        out["v"][k] = data.qvel[info.dof_adr]
-        out["tau"][k] = data.qfrc_actuator[info.dof_adr]
-        out["gyro"][k] = data.sensordata[ga:ga + 3]
-        out["acc"][k] = data.sensordata[aa:aa + 3]
-        out["base_pos"][k] = data.qpos[:3]
-        base_quat[k] = data.qpos[3:7]
-        out["base_lin_vel"][k] = data.qvel[:3]
-        out["base_ang_vel"][k] = data.qvel[3:6]
-        contact[k], cforce[k] = contact_forces(mj, data, info)
-        q_pin[k], v_pin[k] = mj_to_pin(data.qpos, data.qvel, info, robot.nq, robot.nv)
-        if k == N - 1:
-            break
-        for s in range(substeps):
-            if s:
-                control(t[k] + s * timestep)
-            mujoco.mj_step(mj, data)
-        if not (np.isfinite(data.qpos).all() and np.isfinite(data.qvel).all()):
-            raise MujocoSimError(f"MuJoCo simulation diverged at t={t[k + 1]:.4g} s")
+    t, out, base_quat, contact, cforce, q_pin, v_pin = record_floating_run(
+        mj, data, info, robot, control, duration, rate, substeps, timestep, len(foot_frames))
 
     params = {}
     for b, row in zip(robot.body_names, P, strict=True):
