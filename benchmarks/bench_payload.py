@@ -8,10 +8,14 @@ viscous friction) are drawn uniformly within ±5 % of the nominal; a computed-to
 sample rate, paper 002's assumption). Measured torque = applied + bounded noise (2.5 % of |τ|): uniform,
 and, on the same run, at the bound with the sign aligned to the LS mass sensitivity (worst case).
 
-Identification (h = 50 samples = 50 ms windows, 5 % θ_r box, 2.5 % torque bound):
-* ``lp`` online: chunks of 1.5 s, estimate + LP bound after each chunk (timed: the update time is the
-  regressors of the chunk + estimate + 20 warm-started LPs, single process);
-* ``verified`` and ``first-order`` on all 7.5 s at once.
+Identification (5 % θ_r box, 2.5 % torque bound), each mode with its default window (`DEFAULT_H`):
+* ``lp`` online, h = 10 samples (10 ms windows; ``--h``): chunks of 1.5 s, estimate + LP bound after each
+  chunk (timed, wall and process CPU: regressors of the chunk + estimates + 20 LPs by row generation);
+* ``verified`` and ``first-order`` on all 7.5 s at once, h = 50 (``--h-ls``; the lp problem's windows
+  summed 5 at a time, `PayloadProblem.coarsened`, which is exact).
+The worst-case noise sign is aligned with the LS mass sensitivity of the 50-sample rows (as before the
+window change, so the "before" and "after" tables see the same noise). BLAS runs single-threaded (set
+below, before numpy loads): on a shared machine threaded BLAS mostly waits.
 Containment is per parameter and joint (all 10); widths are full widths at 7.5 s.
 
     python benchmarks/bench_payload.py --trials-per-payload 40          # the docs table (≈ 20–30 min)
@@ -21,17 +25,26 @@ Containment is per parameter and joint (all 10); widths are full widths at 7.5 s
 from __future__ import annotations
 
 import argparse
+import os
 import platform
 import sys
 import time
 
-import numpy as np
-import pandas as pd
+for _v in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_v, "1")
 
-from fg_sysid.payload import NoiseBounds, PayloadError, PayloadProblem, RobotPrior, compute_bounds
-from fg_sysid.payload.online import run_online
-from fg_sysid.payload.simulate import random_motion, simulate_payload_run, standard_payloads, torque_noise
-from fg_sysid.robots import load_robot
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from fg_sysid.payload import NoiseBounds, PayloadError, PayloadProblem, RobotPrior, compute_bounds  # noqa: E402
+from fg_sysid.payload.online import run_online  # noqa: E402
+from fg_sysid.payload.simulate import (  # noqa: E402
+    random_motion,
+    simulate_payload_run,
+    standard_payloads,
+    torque_noise,
+)
+from fg_sysid.robots import load_robot  # noqa: E402
 
 NAMES = ("m", "mcx", "mcy", "mcz", "ixx", "ixy", "iyy", "ixz", "iyz", "izz")
 
@@ -59,14 +72,15 @@ def trial(robot, prior, payload, seed, args, noise):
         if kind == "uniform":
             tau = run.tau + torque_noise(run.tau, 0.025, rng=rng)
         else:  # Y depends on q, v only: the uniform run's problem gives the LS mass sensitivity
-            sign = worst_case_sign(prob, len(run.t), robot.nv, args.h)
+            sign = worst_case_sign(prob.coarsened(args.h_ls // args.h), len(run.t), robot.nv, args.h_ls)
             tau = run.tau + torque_noise(run.tau, 0.025, sign=sign)
         try:
             ident = run_online(robot, prior, noise, run.t, run.q, run.v, tau, chunk=args.chunk, mode="lp",
                                h=args.h)
         except PayloadError as e:  # e.g. "the data contradict the bounds": a failure of every mode
             rows += [{"payload": payload.name, "seed": seed, "noise": kind, "mode": m, "contained_all": False,
-                      "error": str(e), "update_times": []} for m in ("lp", "verified", "first-order")]
+                      "error": str(e), "update_times": [], "update_cpu": []}
+                     for m in ("lp", "verified", "first-order")]
             if prob is None:
                 prob = PayloadProblem(robot, prior, noise, h=args.h)
                 prob.add(run.t, run.q, run.v, tau)
@@ -74,15 +88,16 @@ def trial(robot, prior, payload, seed, args, noise):
         hist = ident.history_frame()
         results = {"lp": ident.current}
         prob = ident.problem
+        coarse = prob.coarsened(args.h_ls // args.h)
         errors = {}
         for mode in ("verified", "first-order"):
             try:
-                results[mode] = compute_bounds(prob, mode)[0]
+                results[mode] = compute_bounds(coarse, mode)[0]
             except PayloadError as e:  # recorded as a failure of that mode, not skipped
                 errors[mode] = str(e)
         for mode, msg in errors.items():
             rows.append({"payload": payload.name, "seed": seed, "noise": kind, "mode": mode,
-                         "contained_all": False, "error": msg, "update_times": []})
+                         "contained_all": False, "error": msg, "update_times": [], "update_cpu": []})
         for mode, b in results.items():
             row = {"payload": payload.name, "seed": seed, "noise": kind, "mode": mode,
                    "contained_all": bool(b.contains(run.theta_e).all()),
@@ -90,6 +105,7 @@ def trial(robot, prior, payload, seed, args, noise):
                    "cond_Y": b.info["cond_Y"], "sim_s": sim_s,
                    "update_p_max_s": float(hist["update_s"].max()) if mode == "lp" else np.nan,
                    "update_times": hist["update_s"].tolist() if mode == "lp" else [],
+                   "update_cpu": hist["update_cpu_s"].tolist() if mode == "lp" else [],
                    "bound_s": b.timings["bound_s"]}
             for i, n in enumerate(NAMES):
                 row[f"in.{n}"] = bool(b.contains(run.theta_e)[i])
@@ -105,25 +121,42 @@ def main(argv=None):
     ap.add_argument("--substeps", type=int, default=4)
     ap.add_argument("--rate", type=float, default=1000.0)
     ap.add_argument("--duration", type=float, default=7.5)
-    ap.add_argument("--h", type=int, default=50)
+    ap.add_argument("--h", type=int, default=10, help="samples per window of the lp rows")
+    ap.add_argument("--h-ls", type=int, default=50,
+                    help="samples per window of verified / first-order (a multiple of --h)")
     ap.add_argument("--chunk", type=float, default=1.5)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--csv", help="write the per-trial table here")
+    ap.add_argument("--csv", help="write the per-trial table here (update times as ';'-joined lists)")
+    ap.add_argument("--payloads", default="0,1,2,3,4",
+                    help="indices of `standard_payloads` to run (split a long run over processes)")
+    ap.add_argument("--summarize", nargs="+", metavar="CSV",
+                    help="only print the tables of per-trial CSVs written by --csv (merged)")
     args = ap.parse_args(argv)
+    if args.h_ls % args.h:
+        ap.error("--h-ls must be a multiple of --h")
+    if args.summarize:
+        df = pd.concat([pd.read_csv(f) for f in args.summarize], ignore_index=True)
+        for col in ("update_times", "update_cpu"):
+            df[col] = [[float(x) for x in str(s).split(";") if x not in ("", "nan")] for s in df[col]]
+        summarize(df, args, df["seed"].nunique(), None)
+        return
 
     robot = load_robot("panda")
     prior = RobotPrior.from_robot(robot, fv=0.1, armature=np.array([0.3, 0.3, 0.3, 0.3, 0.1, 0.1, 0.1]))
     noise = NoiseBounds(tau_rel=0.025, robot_rel=0.05)
     rows = []
     tic = time.perf_counter()
-    n_total = 5 * args.trials_per_payload
+    chosen = [int(x) for x in args.payloads.split(",")]
+    n_total = len(chosen) * args.trials_per_payload
     for p, payload in enumerate(standard_payloads()):
+        if p not in chosen:
+            continue
         for k in range(args.trials_per_payload):
             seed = args.seed + 1000 * p + k
             rows += trial(robot, prior, payload, seed, args, noise)
             if args.csv:  # incremental: a crash or a stop keeps the trials done so far
-                pd.DataFrame(rows).drop(columns=["update_times"]).to_csv(args.csv, index=False)
-            done = p * args.trials_per_payload + k + 1
+                _to_csv(pd.DataFrame(rows), args.csv)
+            done = chosen.index(p) * args.trials_per_payload + k + 1
             lp = [r for r in rows[-6:] if r["mode"] == "lp"]
             flags = [r.get("error", "")[:40] or r["contained_all"] for r in lp]
             print(f"[{done}/{n_total}] {payload.name} seed {seed}: lp contained {flags}"
@@ -131,11 +164,22 @@ def main(argv=None):
                   file=sys.stderr, flush=True)
     df = pd.DataFrame(rows)
     if args.csv:
-        df.drop(columns=["update_times"]).to_csv(args.csv, index=False)
+        _to_csv(df, args.csv)
+    summarize(df, args, n_total, time.perf_counter() - tic)
 
+
+def _to_csv(df, path):
+    out = df.copy()
+    for col in ("update_times", "update_cpu"):
+        out[col] = [";".join(f"{x:.6g}" for x in u) for u in out[col]]
+    out.to_csv(path, index=False)
+
+
+def summarize(df, args, n_total, elapsed):
     print(f"\n## Payload bounds: {n_total} trials × 2 noise draws, {args.integrator} data "
           f"({args.substeps if args.integrator == 'rk4' else 1} step(s)/sample), {args.rate:g} Hz, "
-          f"{args.duration:g} s, h = {args.h}, 2.5 % torque, 5 % θ_r; CPU: {platform.processor() or 'n/a'}\n")
+          f"{args.duration:g} s, h = {args.h} (lp) / {args.h_ls} (verified, first-order), 2.5 % torque, "
+          f"5 % θ_r; CPU: {platform.processor() or 'n/a'}\n")
     summ = []
     for (mode, kind), g in df.groupby(["mode", "noise"], sort=False):
         summ.append({"mode": mode, "noise": kind, "trials": len(g),
@@ -148,7 +192,7 @@ def main(argv=None):
                      "|mass err| median / max [%]": f"{g['mass_err_pct'].abs().median():.2f} / "
                                                     f"{g['mass_err_pct'].abs().max():.2f}"})
     print(pd.DataFrame(summ).to_markdown(index=False))
-    if "error" in df:
+    if "error" in df and df["error"].notna().any():
         errs = df.dropna(subset=["error"]).groupby(["mode", "noise"], sort=False)["error"].agg(
             lambda s: f"{len(s)}× {s.iloc[0][:60]}")
         print("\nfailures (counted as not contained):\n")
@@ -156,14 +200,17 @@ def main(argv=None):
     upd = np.concatenate([np.asarray(u, float) for u in df.loc[df["mode"] == "lp", "update_times"]] + [[]])
     if not upd.size:
         return
-    print(f"\nLP online update (regressors of a 1.5 s chunk + estimate + 20 LPs over all data so far): "
-          f"{len(upd)} updates, median {np.median(upd):.3f} s, p99 {np.percentile(upd, 99):.3f} s, "
-          f"max {upd.max():.3f} s")
+    cpu = np.concatenate([np.asarray(u, float) for u in df.loc[df["mode"] == "lp", "update_cpu"]] + [[]])
+    print(f"\nLP online update (regressors of a 1.5 s chunk + estimates + 20 LPs over all data so far): "
+          f"{len(upd)} updates, wall median {np.median(upd):.3f} s, p99 {np.percentile(upd, 99):.3f} s, "
+          f"max {upd.max():.3f} s; process CPU median {np.median(cpu):.3f} s, p99 "
+          f"{np.percentile(cpu, 99):.3f} s, max {cpu.max():.3f} s; load average at the end "
+          f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     print("batch bound times (all 7.5 s): " + ", ".join(
         f"{m} median {df.loc[df['mode'] == m, 'bound_s'].median():.3f} s"
         for m in ("verified", "first-order")))
-    print(f"cond(Y) median {df['cond_Y'].median():.3g}; simulation {df['sim_s'].median():.2f} s per run; "
-          f"total {time.perf_counter() - tic:.0f} s")
+    print(f"cond(Y) median {df['cond_Y'].median():.3g}; simulation {df['sim_s'].median():.2f} s per run"
+          + ("" if elapsed is None else f"; total {elapsed:.0f} s"))
     per = df.groupby("mode", sort=False)[[f"in.{n}" for n in NAMES]].mean().mul(100).round(1)
     print("\nper-parameter containment [%] (both noise draws):\n")
     print(per.to_markdown())

@@ -138,7 +138,9 @@ def _width_plot(hist, path: Path, mode: str) -> None:
 @click.option("--bounds", "mode", type=click.Choice(["lp", "verified", "first-order"]), default="lp",
               show_default=True, help="lp: exact feasible set (HiGHS); verified: ball-arithmetic enclosure "
                                       "of the least-squares image; first-order: paper 002's radius.")
-@click.option("--h", "h", type=int, default=50, show_default=True, help="Samples per momentum window.")
+@click.option("--h", "h", type=int, default=None,
+              help="Samples per momentum window [default: 10 for lp (finer windows never loosen the LP "
+                   "set), 50 for verified and first-order].")
 @click.option("--chunk", type=float, default=1.5, show_default=True,
               help="Online update period [s] (bound after every chunk, intersected with the previous).")
 @click.option("--payload-box", type=click.Path(dir_okay=False),
@@ -175,6 +177,10 @@ def payload_cmd(log_path, robot_name, model_dir, ee_link, tau_bound, robot_bound
     tau_abs, tau_rel = _parse_bound(tau_bound, "--tau-bound", allow_absolute=True)
     _, robot_rel = _parse_bound(robot_bound, "--robot-bound", allow_absolute=False)
     _, model_rel = _parse_bound(model_margin, "--model-margin", allow_absolute=False)
+    if h is None:
+        from ..payload.online import DEFAULT_H
+
+        h = DEFAULT_H[mode]
     if h < 1:
         fail(f"--h must be >= 1 sample, got {h}")
     if not (math.isfinite(chunk) and chunk > 0):

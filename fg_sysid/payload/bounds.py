@@ -357,35 +357,122 @@ def _highs(A, row_lo, row_hi, col_lo, col_hi, tol):
 
 
 def lp_bounds(prob: PayloadProblem, box: tuple | None = None, consistency: bool = True,
-              tol: float = 1e-8) -> tuple[np.ndarray, np.ndarray, dict]:
+              tol: float = 1e-8, method: str = "rows") -> tuple[np.ndarray, np.ndarray, dict]:
     """min/max of each θ_e over the feasible polytope (one shared θ_r); see module doc.
 
-    One HiGHS model; the 20 objectives are solved in turn, each warm-started from the previous basis.
+    ``method="rows"`` (default): row generation (a cutting-plane / constraint-generation scheme): each LP
+    is solved on a working subset of the rows; the rows the optimum violates (by more than ``tol``) are
+    added and it is re-solved (warm start) until the optimum satisfies every row. A subset of the rows
+    is a relaxation, so each of its minima is ≤ the full LP's (an outer bound at every step); at the end
+    it is the full LP's optimum. The working set stays small (a vertex needs ≤ 10 + n_r active rows),
+    so the cost hardly grows with the number of rows — short windows (many rows) cost about what long
+    ones do. The θ_e columns get a finite artificial box (4× the float least-squares image, which contains
+    the feasible set); if an optimum touches it, the full LP is solved instead (`method="full"`).
+    ``method="full"``: all rows in one HiGHS model; the 20 objectives in turn, each warm-started.
     """
+    if method not in ("rows", "full"):
+        raise PayloadError(f"unknown LP method {method!r} (rows or full)")
+    A, row_lo, row_hi, col_lo, col_hi, se = _lp_system(prob, box, consistency)
+    tic = time.perf_counter()
+    out = None
+    if method == "rows":
+        out = _lp_rows(prob, A, row_lo, row_hi, col_lo, col_hi, se, tol, n_cons=3 if consistency else 0)
+    if out is None:
+        lo, hi = _lp_full(prob, A, row_lo, row_hi, col_lo, col_hi, se, tol)
+        info = {"lp_method": "full", "lp_rows_used": int(A.shape[0])}
+    else:
+        lo, hi, info = out
+    # pad by the solver's feasibility tolerance mapped back through the scaling (conservative)
+    pad = tol * (np.abs(lo) + np.abs(hi)) + 10 * tol * np.sqrt(A.shape[0]) / se
+    info["lp_seconds"] = time.perf_counter() - tic
+    return lo - pad, hi + pad, info
+
+
+def _lp_status_check(h, prob, i):
     import highspy
 
-    A, row_lo, row_hi, col_lo, col_hi, se = _lp_system(prob, box, consistency)
-    h = _highs(A, row_lo, row_hi, col_lo, col_hi, tol)
     st = highspy.HighsModelStatus
+    status = h.getModelStatus()
+    if status == st.kInfeasible:
+        raise DataContradictBounds(_CONTRADICT.format(n=prob.n_windows))
+    if status in (st.kUnbounded, st.kUnboundedOrInfeasible):
+        raise PayloadError(f"the payload parameter {INERTIAL_SUFFIXES[i]!r} is unbounded by the "
+                           "data: excite the end effector more or give a payload box")
+    if status != st.kOptimal:
+        raise PayloadError(f"LP for {INERTIAL_SUFFIXES[i]!r} failed: {h.modelStatusToString(status)}")
+
+
+def _lp_full(prob, A, row_lo, row_hi, col_lo, col_hi, se, tol):
+    h = _highs(A, row_lo, row_hi, col_lo, col_hi, tol)
     lo, hi = np.empty(10), np.empty(10)
-    tic = time.perf_counter()
     for i in range(10):
         for sign, out in ((1.0, lo), (-1.0, hi)):
             h.changeColCost(i, sign)
             h.run()
-            status = h.getModelStatus()
-            if status == st.kInfeasible:
-                raise DataContradictBounds(_CONTRADICT.format(n=prob.n_windows))
-            if status in (st.kUnbounded, st.kUnboundedOrInfeasible):
-                raise PayloadError(f"the payload parameter {INERTIAL_SUFFIXES[i]!r} is unbounded by the "
-                                   "data: excite the end effector more or give a payload box")
-            if status != st.kOptimal:
-                raise PayloadError(f"LP for {INERTIAL_SUFFIXES[i]!r} failed: {h.modelStatusToString(status)}")
+            _lp_status_check(h, prob, i)
             out[i] = sign * h.getInfo().objective_function_value / se[i]
         h.changeColCost(i, 0.0)
-    # pad by the solver's feasibility tolerance mapped back through the scaling (conservative)
-    pad = tol * (np.abs(lo) + np.abs(hi)) + 10 * tol * np.sqrt(A.shape[0]) / se
-    return lo - pad, hi + pad, {"lp_seconds": time.perf_counter() - tic}
+    return lo, hi
+
+
+def _ls_image_box(prob: PayloadProblem, se: np.ndarray):
+    """Float enclosure (scaled θ_e coordinates) of the least-squares image of the rows' box, widened 4×:
+    only a finite start box for row generation, whose activity is checked (not a bound by itself)."""
+    w = _weights(prob)
+    Yw = prob.Y * w[:, None]
+    G = np.linalg.pinv(Yw)
+    c = G @ ((prob.T - prob.R @ prob.theta_r0) * w)
+    rad = np.abs(G) @ (prob.d * w) + np.abs(G @ (prob.R * w[:, None])) @ prob.theta_r_radius
+    rad = 4 * rad + 1e-9 * (np.abs(c) + 1)
+    return (c - rad) * se, (c + rad) * se
+
+
+def _lp_rows(prob, A, row_lo, row_hi, col_lo, col_hi, se, tol, n_cons):
+    """Row generation for `lp_bounds`; None when the artificial box is touched (the caller then solves
+    the full LP)."""
+    n_rows = A.shape[0]
+    n_data = n_rows - n_cons
+    work = np.zeros(n_rows, bool)
+    work[:n_data:max(n_data // 200, 1)] = True
+    work[n_data:] = True  # the consistency rows
+    art_lo, art_hi = _ls_image_box(prob, se)
+    clo, chi = col_lo.copy(), col_hi.copy()
+    clo[:10] = np.maximum(col_lo[:10], art_lo)
+    chi[:10] = np.minimum(col_hi[:10], art_hi)
+    art_active_lo = art_lo > col_lo[:10]  # where the artificial box is tighter than the real one
+    art_active_hi = art_hi < col_hi[:10]
+    batch = max(10, n_rows // 500)
+    lo, hi = np.empty(10), np.empty(10)
+    rounds = 0
+    # a fresh HiGHS model per round (small: a few hundred rows); an iteration cap guards against cycling
+    for i in range(10):
+        for sign, out in ((1.0, lo), (-1.0, hi)):
+            while True:
+                h = _highs(A[work], row_lo[work], row_hi[work], clo, chi, tol)
+                h.setOptionValue("simplex_iteration_limit", 20000)
+                h.changeColCost(i, sign)
+                h.run()
+                try:
+                    _lp_status_check(h, prob, i)
+                except PayloadError:  # infeasible / unbounded / failed: the full LP decides (and says why)
+                    return None
+                x = np.asarray(h.getSolution().col_value)
+                r = A @ x
+                viol = np.maximum(r - row_hi, row_lo - r)
+                viol[work] = -np.inf
+                bad = np.flatnonzero(viol > tol)
+                if not bad.size:
+                    break
+                rounds += 1
+                add = bad[np.argsort(-viol[bad])[:batch]]
+                work[add] = True
+            xe = x[:10]
+            margin = 1e-6 * (art_hi - art_lo)
+            if (np.any(art_active_lo & (xe <= art_lo + margin))
+                    or np.any(art_active_hi & (xe >= art_hi - margin))):
+                return None  # the artificial box binds: not an optimum of the real LP
+            out[i] = sign * h.getInfo().objective_function_value / se[i]
+    return lo, hi, {"lp_method": "rows", "lp_rows_used": int(work.sum()), "lp_rounds": rounds}
 
 
 def feasibility_check(prob: PayloadProblem, box=None, consistency: bool = True) -> None:

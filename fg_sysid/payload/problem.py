@@ -226,6 +226,31 @@ class PayloadProblem:
             Ev = c @ np.maximum(Sv[:-1], Sv[1:])
         Es = dt @ (np.sign(v[1:]) != np.sign(v[:-1]))
         return np.concatenate([EW, Es[:, None], Ev[:, None]], axis=1)
+    def coarsened(self, k: int) -> PayloadProblem:
+        """The same data with windows of k·h samples: every k consecutive windows summed into one (the
+        last group may be shorter). Exact for Y, R, T and the noise bound: windows share their end
+        samples, so the integrals, the torque impulses and the noise-impulse bounds of adjacent windows add
+        up to those of their union. Hence every row of the coarse problem is implied by the fine rows, and
+        the LP feasible set of the fine problem is a subset of the coarse one's (finer windows are never
+        looser for ``lp``, up to the quadrature margin below); the least-squares image (``verified``) has
+        no such order. The quadrature-margin coefficients are summed too: the per-interval estimate of
+        the fine windows, which uses one-sided second differences at their inner ends (a few % off the
+        coarse window's own estimate there). Samples not yet in a window are not carried over (the
+        result is for bounding, not for `add`)."""
+        if int(k) < 1:
+            raise PayloadError(f"coarsening factor must be ≥ 1, got {k}")
+        k = int(k)
+        out = PayloadProblem(self.robot, self.prior, self.noise, h=self.h * k, rule=self.rule,
+                             tau_rule=self.tau_rule)
+        out.quadrature_margin = self.quadrature_margin
+        out.theta_e_abs = self.theta_e_abs
+        pairs = ((self._rows_Y, out._rows_Y), (self._rows_R, out._rows_R), (self._rows_T, out._rows_T),
+                 (self._rows_d, out._rows_d), (self._rows_E, out._rows_E))
+        for src, dst in pairs:
+            dst.extend(sum(src[i:i + k]) for i in range(0, len(src), k))
+        out.n_samples, out.t_end = self.n_samples, self.t_end
+        return out
+
     # ------------------------------------------------------------------ stacked arrays
     @property
     def n_windows(self) -> int:
