@@ -128,7 +128,8 @@ def main(argv=None):
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--csv", help="write the per-trial table here (update times as ';'-joined lists)")
     ap.add_argument("--payloads", default="0,1,2,3,4",
-                    help="indices of `standard_payloads` to run (split a long run over processes)")
+                    help="indices of `standard_payloads` to run, in this order (split a long run over "
+                         "processes)")
     ap.add_argument("--summarize", nargs="+", metavar="CSV",
                     help="only print the tables of per-trial CSVs written by --csv (merged)")
     args = ap.parse_args(argv)
@@ -148,9 +149,9 @@ def main(argv=None):
     tic = time.perf_counter()
     chosen = [int(x) for x in args.payloads.split(",")]
     n_total = len(chosen) * args.trials_per_payload
-    for p, payload in enumerate(standard_payloads()):
-        if p not in chosen:
-            continue
+    payloads = standard_payloads()
+    for p in chosen:  # in the given order
+        payload = payloads[p]
         for k in range(args.trials_per_payload):
             seed = args.seed + 1000 * p + k
             rows += trial(robot, prior, payload, seed, args, noise)

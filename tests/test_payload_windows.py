@@ -24,7 +24,7 @@ def setup():
     robot = load_robot("panda")
     prior = RobotPrior.from_robot(robot, fv=0.1, armature=np.array([0.3, 0.3, 0.3, 0.3, 0.1, 0.1, 0.1]))
     rng = np.random.default_rng(21)
-    payload = standard_payloads()[4]  # the heaviest (3.63 kg), whose width was > 0.4 kg with 50-sample windows
+    payload = standard_payloads()[4]  # the heaviest (3.63 kg): width > 0.4 kg with 50-sample windows
     run = simulate_payload_run(robot, prior, payload, random_motion(robot, rng, duration=3.0), duration=3.0,
                                rate=RATE, substeps=2, robot_rel=0.05, rng=rng)
     return robot, prior, run, rng
