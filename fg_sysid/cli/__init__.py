@@ -14,6 +14,7 @@ from . import identifiability as _identifiability  # noqa: E402,F401
 from . import identify as _identify  # noqa: E402,F401
 from . import online as _online  # noqa: E402,F401  (issue 13)
 from . import payload as _payload  # noqa: E402,F401  (issue 16)
+from . import payload_excite as _payload_excite  # noqa: E402,F401  (issue 16)
 from . import predict as _predict  # noqa: E402,F401
 from . import robots as _robots  # noqa: E402,F401
 from . import simulate as _simulate  # noqa: E402,F401

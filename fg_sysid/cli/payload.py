@@ -275,6 +275,3 @@ def payload_cmd(log_path, robot_name, model_dir, ee_link, tau_bound, robot_bound
     if truth_vec is not None:
         msg += f"; truth contained: {int(b.contains(truth_vec).sum())}/10"
     click.echo(msg)
-
-
-from . import payload_excite as _payload_excite  # noqa: E402,F401  (registers `fg-sysid payload-excite`)
