@@ -212,6 +212,12 @@ def summarize(df, args, n_total, elapsed):
         for m in ("verified", "first-order")))
     print(f"cond(Y) median {df['cond_Y'].median():.3g}; simulation {df['sim_s'].median():.2f} s per run"
           + ("" if elapsed is None else f"; total {elapsed:.0f} s"))
+    lpu = df[(df["mode"] == "lp") & (df["noise"] == "uniform")]
+    if len(lpu):
+        by = lpu.groupby("payload", sort=False)["w.m"].agg(["size", "median", "max"]).round(3)
+        by["> 0.4 kg"] = lpu.groupby("payload", sort=False)["w.m"].apply(lambda s: int((s > 0.4).sum()))
+        print("\nlp mass width per payload, uniform noise [kg]:\n")
+        print(by.to_markdown())
     per = df.groupby("mode", sort=False)[[f"in.{n}" for n in NAMES]].mean().mul(100).round(1)
     print("\nper-parameter containment [%] (both noise draws):\n")
     print(per.to_markdown())

@@ -428,34 +428,49 @@ def _ls_image_box(prob: PayloadProblem, se: np.ndarray):
 
 
 def _lp_rows(prob, A, row_lo, row_hi, col_lo, col_hi, se, tol, n_cons):
-    """Row generation for `lp_bounds`; None when the artificial box is touched (the caller then solves
-    the full LP)."""
+    """Row generation for `lp_bounds`; None when the artificial box is touched or a sub-LP is not solved
+    to optimality (the caller then solves the full LP)."""
+    import highspy
+
     n_rows = A.shape[0]
     n_data = n_rows - n_cons
     work = np.zeros(n_rows, bool)
     work[:n_data:max(n_data // 200, 1)] = True
     work[n_data:] = True  # the consistency rows
+    order = list(np.flatnonzero(work))  # rows of the sub-LP, in the order they were added
     art_lo, art_hi = _ls_image_box(prob, se)
     clo, chi = col_lo.copy(), col_hi.copy()
     clo[:10] = np.maximum(col_lo[:10], art_lo)
     chi[:10] = np.minimum(col_hi[:10], art_hi)
     art_active_lo = art_lo > col_lo[:10]  # where the artificial box is tighter than the real one
     art_active_hi = art_hi < col_hi[:10]
-    batch = max(10, n_rows // 500)
+    batch = max(20, n_rows // 100)
     lo, hi = np.empty(10), np.empty(10)
     rounds = 0
-    # a fresh HiGHS model per round (small: a few hundred rows); an iteration cap guards against cycling
+    basis = None
+    # a fresh HiGHS model per round, warm-started from the previous basis (new rows basic); an iteration
+    # cap guards against cycling
     for i in range(10):
         for sign, out in ((1.0, lo), (-1.0, hi)):
             while True:
-                h = _highs(A[work], row_lo[work], row_hi[work], clo, chi, tol)
+                h = _highs(A[order], row_lo[order], row_hi[order], clo, chi, tol)
                 h.setOptionValue("simplex_iteration_limit", 20000)
-                h.changeColCost(i, sign)
+                cost = np.zeros(A.shape[1])
+                cost[i] = sign
+                h.changeColsCost(A.shape[1], np.arange(A.shape[1], dtype=np.int32), cost)
+                if basis is not None:
+                    b = highspy.HighsBasis()
+                    b.col_status = basis[0]
+                    b.row_status = basis[1] + [highspy.HighsBasisStatus.kBasic] * (len(order) - len(basis[1]))
+                    b.valid = True
+                    h.setBasis(b)
                 h.run()
                 try:
                     _lp_status_check(h, prob, i)
                 except PayloadError:  # infeasible / unbounded / failed: the full LP decides (and says why)
                     return None
+                hb = h.getBasis()
+                basis = (list(hb.col_status), list(hb.row_status))
                 x = np.asarray(h.getSolution().col_value)
                 r = A @ x
                 viol = np.maximum(r - row_hi, row_lo - r)
@@ -466,6 +481,7 @@ def _lp_rows(prob, A, row_lo, row_hi, col_lo, col_hi, se, tol, n_cons):
                 rounds += 1
                 add = bad[np.argsort(-viol[bad])[:batch]]
                 work[add] = True
+                order.extend(add.tolist())
             xe = x[:10]
             margin = 1e-6 * (art_hi - art_lo)
             if (np.any(art_active_lo & (xe <= art_lo + margin))
