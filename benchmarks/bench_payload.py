@@ -131,12 +131,15 @@ def main(argv=None):
                     help="indices of `standard_payloads` to run, in this order (split a long run over "
                          "processes)")
     ap.add_argument("--summarize", nargs="+", metavar="CSV",
-                    help="only print the tables of per-trial CSVs written by --csv (merged)")
+                    help="only print the tables of per-trial CSVs written by --csv (merged; a trial in two "
+                         "files counts once, from the later file)")
     args = ap.parse_args(argv)
     if args.h_ls % args.h:
         ap.error("--h-ls must be a multiple of --h")
     if args.summarize:
         df = pd.concat([pd.read_csv(f) for f in args.summarize], ignore_index=True)
+        # a trial run by two processes counts once (the later file wins)
+        df = df.drop_duplicates(subset=["payload", "seed", "noise", "mode"], keep="last")
         for col in ("update_times", "update_cpu"):
             df[col] = [[float(x) for x in str(s).split(";") if x not in ("", "nan")] for s in df[col]]
         summarize(df, args, df["seed"].nunique(), None)
