@@ -1,0 +1,82 @@
+"""Process-noise level of the smoother's integration factors from the log's own kinematics (issue 9).
+
+The integration factor between knots k and k+1 (paper 004 eq. 1b, `factors.kinematics.integration_residual`)
+
+    r_v = v_{k+1} − v_k − ½ h_k (a_k + a_{k+1})          [rad/s]
+
+has a Gaussian "process noise" of std σ_pv per joint (and σ_pq = σ_pv · h on the position row). Its
+only physical content is the trapezoid rule's discretization error (≈ h³/12 · d²a/dt², micro-rad/s at
+robot rates): the chain q → v → a is exact. The historic default σ_pv = 0.3 · RMS(a) · h (the
+``process_fraction``) is far looser than that. On a log whose velocities are measured precisely, such a
+loose link discards what the velocities say about the accelerations: the accelerations are then set by
+the inverse-dynamics rows alone, absorb the effort noise, and bias the inertial parameters towards
+larger inertias/armatures (the larger M + A, the smaller the acceleration change that absorbs a given
+effort error). Measured on the UR10 log with exact truth (docs/benchmarks.md, issue 9): base-parameter
+error 1.2 % → 0.2 % at the low noise level.
+
+`kinematic_process_std` measures how well the log's own kinematics close the trapezoid rule: the robust
+std (1.4826 · MAD) of r_v with the *logged* velocities and the initial Savitzky–Golay accelerations. That
+value also carries the velocity sensor noise (√2 σ_v) and the SG accelerations' error, so it is an upper
+bound of the process noise the log is consistent with; the smoother uses
+``min(process_fraction · RMS(a) · h, this bound)`` per joint, i.e. it only ever tightens the historic
+default, where the log shows it is far too loose (logged velocities far more precise than the
+acceleration change within a step). Without logged velocities there is no independent check and the
+historic default stays.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+__all__ = ["kinematic_process_std", "process_velocity_std"]
+
+#: never tighter than this fraction of the historic default (keeps the normal equations conditioned on
+#: noise-free logs, where the bound is the trapezoid rule's micro-rad/s)
+MIN_FRACTION_OF_DEFAULT = 1e-3
+
+
+def kinematic_process_std(v: np.ndarray, a: np.ndarray, h: np.ndarray) -> np.ndarray:
+    """Robust std per joint [rad/s] of the velocity-integration residual of logged states.
+
+    Args:
+        v: logged joint velocities at the knots (N, n) [rad/s]; NaN where not logged.
+        a: accelerations at the knots (N, n) [rad/s²] (the smoother's initial Savitzky–Golay estimate).
+        h: knot steps (N−1,) [s].
+
+    Returns:
+        (n,) 1.4826 · median |r − median r| of r_v = v_{k+1} − v_k − ½ h_k (a_k + a_{k+1}); NaN for a
+        joint with fewer than 8 finite residuals.
+    """
+    v = np.asarray(v, float)
+    a = np.asarray(a, float)
+    h = np.asarray(h, float).reshape(-1, 1)
+    r = v[1:] - v[:-1] - 0.5 * h * (a[1:] + a[:-1])
+    out = np.full(v.shape[1], np.nan)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        for j in range(v.shape[1]):
+            rj = r[np.isfinite(r[:, j]), j]
+            if rj.size >= 8:
+                out[j] = 1.4826 * np.median(np.abs(rj - np.median(rj)))
+    return out
+
+
+def process_velocity_std(default: np.ndarray, v_knots: np.ndarray | None, a: np.ndarray,
+                         h: np.ndarray) -> tuple[np.ndarray, str]:
+    """The smoother's σ_pv per joint [rad/s per knot step] and a one-line record of how it was chosen.
+
+    ``default`` (n,) is the historic ``process_fraction · RMS(a) · h``; with logged velocities
+    (``v_knots`` (N, n), else None) each joint's σ_pv is ``min(default, kinematic_process_std)``, never
+    below ``MIN_FRACTION_OF_DEFAULT · default``.
+    """
+    default = np.asarray(default, float)
+    if v_knots is None or np.asarray(v_knots).shape[0] < 9:
+        return default, "default (no logged velocities to check the kinematics against)"
+    bound = kinematic_process_std(v_knots, a, h)
+    ok = np.isfinite(bound)
+    spv = np.where(ok, np.clip(bound, MIN_FRACTION_OF_DEFAULT * default, default), default)
+    tightened = int(np.sum(ok & (bound < default)))
+    return spv, (f"min(default, robust std of the logged velocities' integration residual): tightened on "
+                 f"{tightened} of {default.size} joints")
