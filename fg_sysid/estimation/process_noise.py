@@ -37,34 +37,34 @@ __all__ = ["kinematic_process_std", "process_velocity_std"]
 MIN_FRACTION_OF_DEFAULT = 1e-3
 
 
-def kinematic_process_std(v: np.ndarray, a: np.ndarray, h: np.ndarray) -> np.ndarray:
-    """Robust std per joint [rad/s] of the velocity-integration residual of logged states.
+def kinematic_process_std(v: np.ndarray) -> np.ndarray:
+    """Per joint [rad/s]: ½ · RMS of the third difference of the logged velocities at the knots.
+
+    Δ³v is the part of the velocity over four knots that no quadratic (no piecewise-linear acceleration,
+    the trapezoid rule's model) represents: ≈ h³ · d²a/dt² for a smooth motion, whose trapezoid residual is
+    h³/12 · d²a/dt², and ≈ h · (jump of a) where the acceleration jumps at a knot (efforts held between
+    samples, friction reversals), whose residual is ≈ h/2 · jump. ½ RMS(Δ³v) therefore bounds the
+    integration residual of the true states from above (velocity noise adds √20 σ_v: the safe side).
+    RMS, not a robust scale: the rare large residuals (jumps) are the ones the process noise must admit.
 
     Args:
         v: logged joint velocities at the knots (N, n) [rad/s]; NaN where not logged.
-        a: accelerations at the knots (N, n) [rad/s²] (the smoother's initial Savitzky–Golay estimate).
-        h: knot steps (N−1,) [s].
 
     Returns:
-        (n,) 1.4826 · median |r − median r| of r_v = v_{k+1} − v_k − ½ h_k (a_k + a_{k+1}); NaN for a
-        joint with fewer than 8 finite residuals.
+        (n,); NaN for a joint with fewer than 8 finite third differences.
     """
-    v = np.asarray(v, float)
-    a = np.asarray(a, float)
-    h = np.asarray(h, float).reshape(-1, 1)
-    r = v[1:] - v[:-1] - 0.5 * h * (a[1:] + a[:-1])
-    out = np.full(v.shape[1], np.nan)
+    d3 = np.diff(np.asarray(v, float), n=3, axis=0)
+    out = np.full(d3.shape[1], np.nan)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        for j in range(v.shape[1]):
-            rj = r[np.isfinite(r[:, j]), j]
-            if rj.size >= 8:
-                out[j] = 1.4826 * np.median(np.abs(rj - np.median(rj)))
+        for j in range(d3.shape[1]):
+            dj = d3[np.isfinite(d3[:, j]), j]
+            if dj.size >= 8:
+                out[j] = 0.5 * np.sqrt(np.mean(dj ** 2))
     return out
 
 
-def process_velocity_std(default: np.ndarray, v_knots: np.ndarray | None, a: np.ndarray,
-                         h: np.ndarray) -> tuple[np.ndarray, str]:
+def process_velocity_std(default: np.ndarray, v_knots: np.ndarray | None) -> tuple[np.ndarray, str]:
     """The smoother's σ_pv per joint [rad/s per knot step] and a one-line record of how it was chosen.
 
     ``default`` (n,) is the historic ``process_fraction · RMS(a) · h``; with logged velocities
@@ -74,9 +74,9 @@ def process_velocity_std(default: np.ndarray, v_knots: np.ndarray | None, a: np.
     default = np.asarray(default, float)
     if v_knots is None or np.asarray(v_knots).shape[0] < 9:
         return default, "default (no logged velocities to check the kinematics against)"
-    bound = kinematic_process_std(v_knots, a, h)
+    bound = kinematic_process_std(v_knots)
     ok = np.isfinite(bound)
     spv = np.where(ok, np.clip(bound, MIN_FRACTION_OF_DEFAULT * default, default), default)
     tightened = int(np.sum(ok & (bound < default)))
-    return spv, (f"min(default, robust std of the logged velocities' integration residual): tightened on "
+    return spv, (f"min(default, half the RMS third difference of the logged velocities): tightened on "
                  f"{tightened} of {default.size} joints")

@@ -345,7 +345,7 @@ class JointSmoother:
             spv = np.maximum(self.process_fraction * a_rms, 1e-3) * h
             src["process"] = f"{self.process_fraction:g} x the RMS acceleration per step"
             if self.process_from_log and log.v is not None:  # issue 9: `process_noise`
-                spv, src["process"] = process_velocity_std(spv, np.asarray(log.v, float)[idx], a0, self._h)
+                spv, src["process"] = process_velocity_std(spv, np.asarray(log.v, float)[idx])
         else:
             spv = np.broadcast_to(np.asarray(self.sigma_process, float), (nj,)) * h
             src["process"] = "given"
