@@ -28,6 +28,13 @@ from fg_sysid.estimation.smoother import JointSmoother
 from fg_sysid.robots import load_robot
 
 
+def _err(robot, est, p, states, names=None) -> float:
+    """Base-parameter error [%]; the smoother's tanh widths (``.vs``) are not in the metric's vector."""
+    if names is not None:
+        est = np.array([e for e, n in zip(est, names, strict=True) if not n.endswith(".vs")])
+    return 100 * base_parameter_error(robot, est, p, *states)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--durations", nargs="+", type=float, default=[6.0, 10.0])
@@ -51,16 +58,12 @@ def main() -> None:
             p = np.concatenate([ar["inertial"].ravel(), np.column_stack([ar["fc"], ar["fv"]]).ravel(),
                                 ar["armature"]])
 
-            def err(est, names=None):
-                if names is not None:
-                    est = np.array([e for e, n in zip(est, names, strict=True) if not n.endswith(".vs")])
-                return 100 * base_parameter_error(robot, est, p, clean.q, clean.v, sim.truth_acceleration)
-
+            states = (clean.q, clean.v, sim.truth_acceleration)
             row = {"duration_s": dur, "tau_noise_fraction": frac, "control_rate_hz": cr, "seed": seed,
-                   "ls-sg": err(LeastSquaresSG().fit(log, robot).result_.estimate)}
+                   "ls-sg": _err(robot, LeastSquaresSG().fit(log, robot).result_.estimate, p, states)}
             for name, opt in (("smoother", {}), ("smoother-before", {"process_from_log": False})):
                 res = JointSmoother(robot, **opt).fit(log).result_
-                row[name] = err(res.estimate, res.layout.names)
+                row[name] = _err(robot, res.estimate, p, states, res.layout.names)
         rows.append(row)
         print(row, flush=True)
     print("\nZ1, 100 Hz, exact velocities: base-parameter error [%]")
