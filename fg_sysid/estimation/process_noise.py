@@ -14,14 +14,14 @@ larger inertias/armatures (the larger M + A, the smaller the acceleration change
 effort error). Measured on the UR10 log with exact truth (docs/benchmarks.md, issue 9): base-parameter
 error 1.2 % → 0.2 % at the low noise level.
 
-`kinematic_process_std` measures how well the log's own kinematics close the trapezoid rule: the robust
-std (1.4826 · MAD) of r_v with the *logged* velocities and the initial Savitzky–Golay accelerations. That
-value also carries the velocity sensor noise (√2 σ_v) and the SG accelerations' error, so it is an upper
-bound of the process noise the log is consistent with; the smoother uses
-``min(process_fraction · RMS(a) · h, this bound)`` per joint, i.e. it only ever tightens the historic
-default, where the log shows it is far too loose (logged velocities far more precise than the
-acceleration change within a step). Without logged velocities there is no independent check and the
-historic default stays.
+`kinematic_process_std` measures what the log's own velocities allow: ½ · RMS of their third difference
+at the knots (the part of the velocity no piecewise-linear acceleration — the trapezoid rule's model —
+explains; velocity noise adds √20 σ_v to it, the safe side). The smoother uses
+``clip(this bound, 1e-3 · d, d)`` per joint with ``d = process_fraction · RMS(a) · h`` (the historic
+default), i.e. it only ever tightens the historic default, and only where the logged velocities are
+precise enough to show it is too loose. Without logged velocities the historic default stays.
+docs/process-noise.md has the measurements and the known limit (efforts held over the whole sample
+period with exact velocities).
 """
 
 from __future__ import annotations
