@@ -15,6 +15,7 @@ from fg_sysid.estimation.baseline import LeastSquaresSG
 from fg_sysid.estimation.metrics import base_parameter_error
 from fg_sysid.estimation.process_noise import (
     MIN_FRACTION_OF_DEFAULT,
+    TIGHTEN_BELOW,
     kinematic_process_std,
     process_velocity_std,
 )
@@ -55,11 +56,14 @@ def test_unlogged_joints_and_short_logs_give_nan():
 def test_process_std_only_tightens_the_default_and_has_a_floor():
     _, v, _ = _smooth_velocities()
     default = np.array([1e-3, 1e-9])  # joint 0: far looser than the bound; joint 1: tighter than it
+    assert kinematic_process_std(v)[0] < TIGHTEN_BELOW * default[0]
     spv, how = process_velocity_std(default, v)
     bound = kinematic_process_std(v)
     assert spv[0] == pytest.approx(max(bound[0], MIN_FRACTION_OF_DEFAULT * default[0]))
     assert spv[0] < default[0]
     assert spv[1] == default[1]  # never looser than the historic default
+    near = np.array([0.5, 1.0]) * bound / TIGHTEN_BELOW  # the bound is not 10x below: both kept
+    np.testing.assert_allclose(process_velocity_std(near, v)[0], near)
     assert "tightened on 1 of 2 joints" in how
     noisy = v + np.random.default_rng(1).normal(0.0, 1.0, v.shape)
     np.testing.assert_array_equal(process_velocity_std(default, noisy)[0], default)

@@ -17,9 +17,10 @@ error 1.2 % → 0.2 % at the low noise level.
 `kinematic_process_std` measures what the log's own velocities allow: ½ · RMS of their third difference
 at the knots (the part of the velocity no piecewise-linear acceleration — the trapezoid rule's model —
 explains; velocity noise adds √20 σ_v to it, the safe side). The smoother uses
-``clip(this bound, 1e-3 · d, d)`` per joint with ``d = process_fraction · RMS(a) · h`` (the historic
-default), i.e. it only ever tightens the historic default, and only where the logged velocities are
-precise enough to show it is too loose. Without logged velocities the historic default stays.
+this bound (floored at 1e-3 · d) per joint where it is below 0.1 · d, ``d = process_fraction · RMS(a) · h``
+(the historic default), else d: it only ever tightens the historic default, and only where the logged
+velocities are precise enough to show it at least 10× too loose. Without logged velocities the historic
+default stays.
 docs/process-noise.md has the measurements and the known limit (efforts held over the whole sample
 period with exact velocities).
 """
@@ -35,6 +36,10 @@ __all__ = ["kinematic_process_std", "process_velocity_std"]
 #: never tighter than this fraction of the historic default (keeps the normal equations conditioned on
 #: noise-free logs, where the bound is the trapezoid rule's micro-rad/s)
 MIN_FRACTION_OF_DEFAULT = 1e-3
+#: tighten a joint only where the bound is below this fraction of the historic default (the log's velocities
+#: show it at least 10x too loose); elsewhere the default stays unchanged (no small perturbations of fits on
+#: logs with noisy velocities)
+TIGHTEN_BELOW = 0.1
 
 
 def kinematic_process_std(v: np.ndarray) -> np.ndarray:
@@ -68,15 +73,15 @@ def process_velocity_std(default: np.ndarray, v_knots: np.ndarray | None) -> tup
     """The smoother's σ_pv per joint [rad/s per knot step] and a one-line record of how it was chosen.
 
     ``default`` (n,) is the historic ``process_fraction · RMS(a) · h``; with logged velocities
-    (``v_knots`` (N, n), else None) each joint's σ_pv is ``min(default, kinematic_process_std)``, never
-    below ``MIN_FRACTION_OF_DEFAULT · default``.
+    (``v_knots`` (N, n), else None) a joint's σ_pv is its ``kinematic_process_std`` where that is below
+    ``TIGHTEN_BELOW · default``, never below ``MIN_FRACTION_OF_DEFAULT · default``; else the default.
     """
     default = np.asarray(default, float)
     if v_knots is None or np.asarray(v_knots).shape[0] < 9:
         return default, "default (no logged velocities to check the kinematics against)"
     bound = kinematic_process_std(v_knots)
-    ok = np.isfinite(bound)
-    spv = np.where(ok, np.clip(bound, MIN_FRACTION_OF_DEFAULT * default, default), default)
-    tightened = int(np.sum(ok & (bound < default)))
+    ok = np.isfinite(bound) & (bound < TIGHTEN_BELOW * default)  # the log shows the default far too loose
+    spv = np.where(ok, np.maximum(bound, MIN_FRACTION_OF_DEFAULT * default), default)
+    tightened = int(np.sum(ok))
     return spv, (f"min(default, half the RMS third difference of the logged velocities): tightened on "
                  f"{tightened} of {default.size} joints")
