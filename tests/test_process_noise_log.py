@@ -85,7 +85,7 @@ def _base_error(robot, sim, est, names=None):
 
 def test_smoother_beats_least_squares_on_a_ur10_like_log():
     """6 s at 100 Hz, 1 kHz controller, q noise 1e-5 rad, exact velocities, τ_j noise 5 % of joint j's RMS
-    (the UR10 protocol's high level). Measured (seed 0): smoother 1.84 %, LS-SG 4.55 %, the smoother with
+    (the UR10 protocol's high level). Measured (seed 0): smoother 1.83 %, LS-SG 4.55 %, the smoother with
     the process noise of before issue 9 9.59 %. About 2 s of CPU."""
     robot = load_robot("z1")
     with warnings.catch_warnings():
