@@ -128,8 +128,10 @@ def bench_ur10(data: Path, methods, levels, repeats: int) -> pd.DataFrame:
             fits = fit_all(methods, robot, tr, str(urdf), nominal=p_nom, progress=f"[ur10 {level} rep {i}] ")
             for m, f in fits.items():
                 model = f["model"]
-                p = (np.array([model["physical"][k] for k in model["layout"]["names"]])
-                     if isinstance(model, dict) else model)
+                # physical vector in the metric's layout (inertial, fc, fv, armature): the estimated tanh
+                # widths (`.vs`, default friction since session 4) are left out (the truth has no friction)
+                p = (np.array([model["physical"][k] for k in model["layout"]["names"]
+                               if not k.endswith(".vs")]) if isinstance(model, dict) else model)
                 tau, _, _ = predict(f, robot, va)
                 tau_exact = predict_efforts(model, robot, val.q, val.v, a_val)
                 rows.append({"level": level, "repeat": i, "method": m,

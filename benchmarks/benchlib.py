@@ -27,6 +27,10 @@ METHODS = {
     "smoother-vs-estimated": ("smoother", {"friction": "coulomb-viscous-scale"}),
     "smoother-fixed-width": ("smoother", {"friction": "coulomb-viscous"}),  # the default before session 4
     "smoother+actuation": ("smoother", {"fit_actuation": ("gain", "offset")}),  # --fit-actuation gain,offset
+    # process noise = 0.3 x RMS acceleration per step alone: the default before issue 9's process_noise
+    "smoother-process-fraction": ("smoother", {"process_from_log": False}),
+    "smoother-pf0.01": ("smoother", {"process_from_log": False, "process_fraction": 0.01}),
+    "smoother-pf0.03": ("smoother", {"process_from_log": False, "process_fraction": 0.03}),
     "ls-sg": ("ls-sg", {}),
     "nominal": None,
 }

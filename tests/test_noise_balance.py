@@ -23,8 +23,9 @@ def solved():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         sim = simulate(robot, 0.6, 100, 0.01, 3)
+        # process noise = the fraction rule alone (issue 9's velocity-based cap would tighten it here)
         sm = JointSmoother(robot, sigma_q=0.01, sigma_v=0.01, sigma_tau=0.01, init="savgol",
-                           max_iterations=20).fit(sim.log)
+                           max_iterations=20, process_from_log=False).fit(sim.log)
     sm.test_log = sim.log
     return sm
 
@@ -77,7 +78,8 @@ def test_redundancy_matches_dense_hat_matrix(solved):
 
 
 def test_low_rate_default_process_noise_is_loose(solved):
-    """At 100 Hz the default process noise (0.3 × RMS acceleration per step) lets the states follow the
+    """At 100 Hz the fraction rule (0.3 × RMS acceleration per step; the default before issue 9 and still
+    without logged velocities, docs/process-noise.md) lets the states follow the
     velocity measurements: their χ² is far below its redundancy (measured, docs/out-of-class.md), while
     the encoders (σ given = the simulator's) sit at χ²/r ≈ 1."""
     sm = solved

@@ -387,6 +387,7 @@ class OnlineEstimator:
         self._log(f"warm-up: batch smoother on {log.n_samples} samples ({log.duration:.2f} s), "
                   f"knot stride {self._stride}")
         opts = dict(self.smoother_options)
+        opts.setdefault("process_from_log", False)  # issue 9's process-noise cap: not validated online yet
         sm = JointSmoother(self.robot, knot_stride=self._stride, verbose=self.verbose, **opts)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")

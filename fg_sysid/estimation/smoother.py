@@ -35,6 +35,7 @@ from ..robots import RobotModel
 from . import loop_terms, terms
 from .noise import highfreq_noise_std, savgol_derivatives
 from .problem import Problem, retract_states
+from .process_noise import process_velocity_std
 from .result import IdentificationResult
 from .solver import EstimationError, LevenbergMarquardt, SolverOptions
 
@@ -92,6 +93,9 @@ class JointSmoother:
             `fg_sysid.factors.actuation`: logged effort = gain·τ + offset); () = efforts are joint torques.
         gain_prior_std: prior std of log(gain) around 1 (0.1 ≈ 10 %); it anchors the gains' common scale.
         offset_prior_relative: prior std of the offset around 0, relative to the joint's RMS logged effort.
+        process_from_log: with logged velocities, tighten each joint's process noise (``process_fraction``
+            × RMS acceleration per step) to the robust std of the logged velocities' integration residual
+            when that is smaller (issue 9, `process_noise`); False = the fraction alone (before issue 9).
         extra_terms: callables ``(problem, smoother) -> problem.Term`` adding the user's own factor terms
             (e.g. motion-capture positions at some knots; ``smoother.knot_times_`` holds the knot times).
         verbose: print one line per iteration to stderr.
@@ -105,7 +109,8 @@ class JointSmoother:
                  solver: str = "structured", init: str = "ls-sg", process_fraction: float = 0.3,
                  fit_friction: bool = True, fit_armature: bool = True,
                  energy: bool = False, extra_terms=(), verbose: bool = False, dynamics: str = "inverse",
-                 fit_actuation=(), gain_prior_std: float = 0.1, offset_prior_relative: float = 0.1):
+                 fit_actuation=(), gain_prior_std: float = 0.1, offset_prior_relative: float = 0.1,
+                 process_from_log: bool = True):
         self.robot = robot
         self.inertia = inertia
         self.friction = friction
@@ -132,6 +137,7 @@ class JointSmoother:
         self.fit_actuation = tuple(fit_actuation or ())  # issue 9 item 2
         self.gain_prior_std = gain_prior_std
         self.offset_prior_relative = offset_prior_relative
+        self.process_from_log = process_from_log  # issue 9
 
     # ------------------------------------------------------------------ public
     def fit(self, log: Log) -> JointSmoother:
@@ -296,7 +302,7 @@ class JointSmoother:
         robot = self.robot
         nb10, nj = 10 * robot.n_bodies, robot.n_joints
         if self.friction != "coulomb-viscous-scale" or p.size == self.layout_.n or \
-                p.size != nb10 + 2 * nj + (nj if self.fit_armature else 0):
+                p.size != nb10 + 3 * nj:  # the baseline always carries every armature
             return p
         fr = np.hstack([p[nb10:nb10 + 2 * nj].reshape(nj, 2),
                         np.full((nj, 1), float(self.friction_velocity_scale))])
@@ -338,6 +344,8 @@ class JointSmoother:
             a_rms = np.sqrt(np.mean(a0 ** 2, axis=0))
             spv = np.maximum(self.process_fraction * a_rms, 1e-3) * h
             src["process"] = f"{self.process_fraction:g} x the RMS acceleration per step"
+            if self.process_from_log and log.v is not None:  # issue 9: `process_noise`
+                spv, src["process"] = process_velocity_std(spv, np.asarray(log.v, float)[idx])
         else:
             spv = np.broadcast_to(np.asarray(self.sigma_process, float), (nj,)) * h
             src["process"] = "given"
