@@ -53,6 +53,7 @@ unconstrained coordinates (`layout.ParameterLayout`). Fixed bases only for now (
 from __future__ import annotations
 
 import copy
+import dataclasses
 import sys
 import time
 import warnings
@@ -97,6 +98,7 @@ class OnlineUpdate:
         rejected: one message per rejected sample (and per chain restart at a gap).
         latency_s: wall time of this update [s].
         ready: False during warm-up.
+        events: changes detected in this update (`online_change.ChangeEvent`, with the reset applied).
     """
 
     theta: np.ndarray | None
@@ -106,6 +108,7 @@ class OnlineUpdate:
     rejected: list
     latency_s: float
     ready: bool
+    events: list = field(default_factory=list)
 
 
 @dataclass
@@ -164,12 +167,21 @@ class OnlineEstimator:
             the re-elimination per update to the knots in this lag.
         top_iterations: Levenberg–Marquardt iterations on θ at the top per update (warm-started from the
             previous update's θ, so the iterations accumulate over updates; `result` converges fully).
+        change_detection: detect changes of the robot's dynamics and reset θ's information then
+            (`online_change.CusumDetector` on the smoothed knots' inverse-dynamics residuals): True
+            (default settings), False, or a dict of `CusumDetector` options plus ``reset`` (the factor the
+            θ information of the marginal prior is multiplied by at a detected change, default 0.01: its
+            covariance × 100) — window knots before the estimated change time are marginalized first.
+        reanchor_period: re-anchor the marginal prior at the oldest knot's current estimate and relinearize
+            that knot (`KnotChain.reanchor_prior`) when its step or θ drift exceed the thresholds, at most
+            once per this many seconds of log (None: only in `refine`).
     """
 
     def __init__(self, robot: RobotModel, lag: float = 1.0, knot_rate: float = 200.0, forgetting=None,
                  warmup: float = 5.0, smoother_options: dict | None = None, verbose: bool = False,
                  max_gap: float = 5.0, max_relinearize: int = 2, relin_x=(1e-2, 1e-1, 1.0),
-                 relin_theta: float = 0.1, relin_lag: float = 0.05, top_iterations: int = 2):
+                 relin_theta: float = 0.1, relin_lag: float = 0.05, top_iterations: int = 2,
+                 change_detection=True, reanchor_period: float | None = None):
         if robot.floating_base:
             raise EstimationError(
                 f"OnlineEstimator: robot {robot.name!r} has a floating base; the online window supports "
@@ -198,6 +210,14 @@ class OnlineEstimator:
         self.relin_theta = float(relin_theta)
         self.relin_lag = float(relin_lag)
         self.top_iterations = int(top_iterations)
+        self.detector_, self.reset_scale = _detector(change_detection)
+        self.changes_: list = []  # every ChangeEvent so far
+        self._events: list = []
+        if reanchor_period is not None and not (np.isfinite(reanchor_period) and reanchor_period > 0):
+            raise ValueError(f"reanchor_period must be a positive number of seconds, got {reanchor_period}")
+        self.reanchor_period = None if reanchor_period is None else float(reanchor_period)
+        self._next_reanchor = -np.inf
+        self.reanchored_ = 0
         self.stats_ = _Stats()
         self.n_updates_ = 0
         self._seconds = 0.0
@@ -239,10 +259,11 @@ class OnlineEstimator:
             self.stats_.eliminated.append(self._chain.last_eliminated)
             self._relin_count = 0
             self.stats_.knots_in_window.append(self._chain.n)
+        events, self._events = self._events, []
         return OnlineUpdate(None if self.theta_ is None else self.theta_.copy(),
                             None if self.theta_cov_ is None else self.theta_cov_.copy(),
                             None if not self.ready else self._chain.t_newest,
-                            new_states, rejected, lat, self.ready)
+                            new_states, rejected, lat, self.ready, events)
 
     def window_states(self) -> dict:
         """The window's smoothed knot states (full back substitution): ``t``, ``q``, ``v``, ``a``."""
@@ -275,18 +296,23 @@ class OnlineEstimator:
             measured_joints=[j for j, m in zip(self.robot.joint_names, self._tau_measured, strict=True) if m],
             extras={"online": {"lag": self.lag, "knot_rate": self.knot_rate,
                                "forgetting": _jsonable(self.forgetting),
-                               "updates": self.n_updates_}})
+                               "updates": self.n_updates_,
+                               "changes_detected": len(self.changes_)}})
 
     def refine(self, iterations: int = 1) -> None:
-        """Relinearize every knot of the window (except the frozen oldest) at the current estimate and
-        re-solve, ``iterations`` times: undamped Gauss–Newton iterations of the window (the streaming
-        updates only relinearize the young knots)."""
+        """Relinearize every knot of the window at the current estimate and re-solve, ``iterations`` times:
+        undamped Gauss–Newton iterations of the window (the streaming updates only relinearize the young
+        knots). The oldest knot, which carries the marginal prior, is relinearized by re-anchoring the prior
+        there (`KnotChain.reanchor_prior`)."""
         if not self.ready:
             return
         with _blas_one_thread():
             c = self._chain
             for _ in range(iterations):
                 c.solve(max_iterations=50)
+                if c.frozen_upto >= 0:
+                    c.reanchor_prior()
+                    self.reanchored_ += 1
                 c.relinearize(list(range(c.frozen_upto + 1, c.n)))
                 c.solve(max_iterations=50)
             self.theta_, self.theta_cov_ = c.theta.copy(), c.theta_cov.copy()
@@ -453,6 +479,11 @@ class OnlineEstimator:
         relin = c.stale(self.max_relinearize)
         if relin:
             c.relinearize(relin)
+        if (self.reanchor_period is not None and c.frozen_upto >= 0 and c.t_newest >= self._next_reanchor
+                and (c.step_large(0) or c._theta_stale(0))):
+            c.reanchor_prior()
+            self.reanchored_ += 1
+            self._next_reanchor = c.t_newest + self.reanchor_period
         try:
             c.solve(backsub=self._tail_knots + len(added), max_iterations=self.top_iterations)
         except SingularSystemError as e:
@@ -464,6 +495,7 @@ class OnlineEstimator:
             c.restart = 0
             return self._empty_states()
         self._relin_count = len(relin)
+        self._detect(msgs)
         self.theta_, self.theta_cov_ = c.theta.copy(), c.theta_cov.copy()
         k = min(len(added), c.n)
         x = c.states(slice(c.n - k, c.n))
@@ -487,6 +519,67 @@ class OnlineEstimator:
     def _log(self, msg: str) -> None:
         if self.verbose:
             print(msg, file=sys.stderr, flush=True)
+
+    # ------------------------------------------------------------------ change detection
+    def residual_statistic(self, j0: int, j1: int) -> tuple[np.ndarray, np.ndarray, int]:
+        """(t, s, m) of window knots j0 … j1−1: s = Σ ((τ(x̂; θ) − τ_meas)/σ_τ)² over the m measured
+        joints — the whitened inverse-dynamics residual at the knots' current estimates and θ
+        (σ_τ [N·m]: the warm-up smoother's effort noise). The statistic of `online_change`."""
+        c = self._chain
+        q, v, a = c.states(slice(j0, j1))
+        b = slice(c.o + j0, c.o + j1)
+        r = self.smoother_._id.evaluate(q, v, a, self._taum[b], c.theta, jacobians=False).r
+        w = np.zeros(self.robot.nv)
+        w[self.robot.joint_index_v()] = 1.0 / np.asarray(self.smoother_.noise_.tau, float)
+        z = r * self._tau_mask[b] * w
+        m = int(np.count_nonzero(self._tau_mask[b][0] * w)) if j1 > j0 else 0
+        return c.t[b].copy(), np.sum(z * z, axis=1), m
+
+    def _detect(self, msgs: list) -> None:
+        """Test the knots that left the back-substitution tail since the last update; on an alarm reset
+        θ's information (module docstring of `online_change`)."""
+        det = self.detector_
+        if det is None:
+            return
+        c = self._chain
+        j1 = c.n - self._tail_knots
+        if j1 <= 0:
+            return
+        ts = c.t[c.o:c.o + j1]
+        j0 = int(np.searchsorted(ts, det.t_last, side="right"))
+        if j0 >= j1:
+            return
+        t, s, m = self.residual_statistic(j0, j1)
+        if m == 0:
+            return
+        ev = det.update(t, s, m)
+        if ev is None:
+            return
+        # covariance reset: marginalize the window's pre-change knots, then scale θ's prior information
+        k = 0
+        while c.n > 2 and c.t[c.o + 1] <= ev.t_change:
+            self._pending_forget += c.marginalize_oldest()
+            k += 1
+        self._marginalize_old()
+        c.scale_theta_information(self.reset_scale)
+        c.solve(backsub=c.n, max_iterations=max(self.top_iterations, 10))
+        ev = dataclasses.replace(ev, reset=self.reset_scale, marginalized=k)
+        self.changes_.append(ev)
+        self._events.append(ev)
+        self._log(ev.message())
+
+
+def _detector(option):
+    """(CusumDetector | None, reset scale) from the ``change_detection`` option."""
+    from .online_change import CusumDetector
+
+    if option is False or option is None:
+        return None, 1.0
+    opts = {} if option is True else dict(option)
+    reset = float(opts.pop("reset", 0.01))
+    if not (np.isfinite(reset) and 0.0 <= reset < 1.0):
+        raise ValueError(f"change_detection['reset'] must be in [0, 1), got {reset}")
+    return CusumDetector(**opts), reset
 
 
 def _jsonable(x):
