@@ -170,8 +170,17 @@ class OnlineEstimator:
         change_detection: detect changes of the robot's dynamics and reset θ's information then
             (`online_change.CusumDetector` on the smoothed knots' inverse-dynamics residuals): True
             (default settings), False, or a dict of `CusumDetector` options plus ``reset`` (the factor the
-            θ information of the marginal prior is multiplied by at a detected change, default 0.01: its
-            covariance × 100) — window knots before the estimated change time are marginalized first.
+            marginal prior's information is multiplied by at a detected change, `KnotChain.scale_prior`;
+            default 0.001: its covariance × 1000; window knots before the estimated change time are
+            marginalized first), ``relearn`` (default 4 s, at most: after the change the window keeps
+            every post-change knot and only those (lag t − t_change), relinearizes up to
+            ``relearn_relinearize`` (default 8) stale knots of the whole window per update and runs a
+            full `refine` every ``relearn_refine`` s (default 0.5); relearning ends once a refine moves θ
+            by less than ``relin_theta`` prior stds (at least 1 s after the change), so that the
+            post-change knots are marginalized only once θ has converged to the new robot: knots
+            marginalized while linearized at the stale θ biased it for good — 21 % torque error 2.5 s
+            after a 1 kg payload change, against 0.8 % after a refine of the relearning window and 2.7 %
+            for the batch smoother on the same 2.5 s of post-change samples).
         reanchor_period: re-anchor the marginal prior at the oldest knot's current estimate and relinearize
             that knot (`KnotChain.reanchor_prior`) when its step or θ drift exceed the thresholds, at most
             once per this many seconds of log (None: only in `refine`).
@@ -210,7 +219,10 @@ class OnlineEstimator:
         self.relin_theta = float(relin_theta)
         self.relin_lag = float(relin_lag)
         self.top_iterations = int(top_iterations)
-        self.detector_, self.reset_scale = _detector(change_detection)
+        (self.detector_, self.reset_scale, self.relearn, self.relearn_relinearize,
+         self.relearn_refine) = _detector(change_detection)
+        self._relearn_from, self._relearn_until = -np.inf, -np.inf
+        self._refine_at: list = []  # log times of the full refinements while relearning
         self.changes_: list = []  # every ChangeEvent so far
         self._events: list = []
         if reanchor_period is not None and not (np.isfinite(reanchor_period) and reanchor_period > 0):
@@ -435,7 +447,8 @@ class OnlineEstimator:
     def _build_buffers(self, sm: JointSmoother, n_warm: int) -> None:
         """Per-knot buffers (capacity ~ window + margin, compacted in place) and the window `Problem` with the
         batch smoother's own term builders reading them."""
-        window = int(np.ceil(self.lag / (self._stride * self._dt))) + 2
+        span = self.lag + (self.relearn if self.detector_ is not None else 0.0)  # relearning after a change
+        window = int(np.ceil(span / (self._stride * self._dt))) + 2
         self._cap = cap = max(window + max(window // 2, 64), n_warm + 8)
         nv = self.robot.nv
         self._qm = np.zeros((cap, self.robot.nq))
@@ -456,6 +469,15 @@ class OnlineEstimator:
     # ------------------------------------------------------------------ streaming
     def _online_feed(self, s: _Samples, msgs: list) -> dict:
         c = self._chain
+        if self._refine_at and s.t[-1] >= self._refine_at[0]:  # relearning after a detected change
+            while self._refine_at and s.t[-1] >= self._refine_at[0]:
+                self._refine_at.pop(0)
+            th0 = c.theta.copy()
+            self.refine(1)
+            moved = float(np.max(np.abs(c.theta - th0) / c.theta_std))
+            if moved < self.relin_theta and s.t[-1] >= self._relearn_from + 1.0:
+                self._relearn_until = min(self._relearn_until, float(s.t[-1]))  # converged: marginalize
+                self._refine_at = []
         period = self._stride * self._dt
         added = []
         for i in range(s.t.size):
@@ -476,7 +498,10 @@ class OnlineEstimator:
             return self._empty_states()
         # fluid relinearization of the young knots at the last solution (new knots start from a prediction:
         # they are relinearized at the next update), then one elimination from the oldest changed knot
-        relin = c.stale(self.max_relinearize)
+        if c.t_newest < self._relearn_until:  # relearning after a detected change: the whole window
+            relin = c.stale(self.relearn_relinearize, depth=c.n)
+        else:
+            relin = c.stale(self.max_relinearize)
         if relin:
             c.relinearize(relin)
         if (self.reanchor_period is not None and c.frozen_upto >= 0 and c.t_newest >= self._next_reanchor
@@ -508,7 +533,10 @@ class OnlineEstimator:
 
     def _marginalize_old(self) -> None:
         c = self._chain
-        while c.n > 2 and c.t[c.o + c.n - 1] - c.t[c.o + 1] >= self.lag:
+        lag = self.lag
+        if c.n and c.t_newest < self._relearn_until:  # relearning: the window is the post-change knots
+            lag = c.t_newest - self._relearn_from
+        while c.n > 2 and c.t[c.o + c.n - 1] - c.t[c.o + 1] >= lag:
             dt = c.marginalize_oldest()
             self._pending_forget = getattr(self, "_pending_forget", 0.0) + dt
         if self.forgetting is not None and self._pending_forget > 0:
@@ -555,13 +583,16 @@ class OnlineEstimator:
         ev = det.update(t, s, m)
         if ev is None:
             return
-        # covariance reset: marginalize the window's pre-change knots, then scale θ's prior information
-        k = 0
-        while c.n > 2 and c.t[c.o + 1] <= ev.t_change:
-            self._pending_forget += c.marginalize_oldest()
-            k += 1
+        # covariance reset: marginalize the window's pre-change knots, then scale θ's prior information;
+        # relearning: the post-change knots stay in the window (relinearized) for `relearn` seconds
+        m0 = c.marginalized
+        self._relearn_from, self._relearn_until = ev.t_change, ev.t_change + self.relearn
+        n_ref = int(np.ceil(self.relearn / self.relearn_refine - 1e-9))
+        self._refine_at = [min(ev.t + (k + 1) * self.relearn_refine, self._relearn_until)
+                           for k in range(n_ref)]
         self._marginalize_old()
-        c.scale_theta_information(self.reset_scale)
+        k = c.marginalized - m0
+        c.scale_prior(self.reset_scale)
         c.solve(backsub=c.n, max_iterations=max(self.top_iterations, 10))
         ev = dataclasses.replace(ev, reset=self.reset_scale, marginalized=k)
         self.changes_.append(ev)
@@ -574,12 +605,22 @@ def _detector(option):
     from .online_change import CusumDetector
 
     if option is False or option is None:
-        return None, 1.0
+        return None, 1.0, 0.0, 1, 1.0
     opts = {} if option is True else dict(option)
-    reset = float(opts.pop("reset", 0.01))
+    reset = float(opts.pop("reset", 0.001))
     if not (np.isfinite(reset) and 0.0 <= reset < 1.0):
         raise ValueError(f"change_detection['reset'] must be in [0, 1), got {reset}")
-    return CusumDetector(**opts), reset
+    relearn = float(opts.pop("relearn", 4.0))
+    if not (np.isfinite(relearn) and relearn >= 0):
+        raise ValueError(f"change_detection['relearn'] must be ≥ 0 [s], got {relearn}")
+    nrel = int(opts.pop("relearn_relinearize", 8))
+    if nrel < 1:
+        raise ValueError(f"change_detection['relearn_relinearize'] must be ≥ 1, got {nrel}")
+    every = float(opts.pop("relearn_refine", 0.5))
+    if not (np.isfinite(every) and every > 0):
+        raise ValueError(f"change_detection['relearn_refine'] must be > 0 [s], got {every}")
+    opts.setdefault("holdoff", relearn)
+    return CusumDetector(**opts), reset, relearn, nrel, every
 
 
 def _jsonable(x):

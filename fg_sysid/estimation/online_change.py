@@ -5,7 +5,7 @@ fixed-lag window carries — the marginal prior holds everything seen since the 
 samples. A constant forgetting (θ random walk) follows such a change but throws away information all the
 time (it costs steady-state accuracy); instead `CusumDetector` watches the residuals and the estimator
 forgets only when a change is detected (a covariance reset of the θ block of the marginal prior,
-`online_elimination.KnotChain.scale_theta_information`).
+`online_elimination.KnotChain.scale_prior`).
 
 **Statistic.** For each knot k once it is smoothed (older than the estimator's back-substitution tail,
 ≈ ``relin_lag`` s: its acceleration is fixed by the neighbouring knots, so it cannot absorb an effort
@@ -16,7 +16,8 @@ mismatch), the whitened inverse-dynamics residual at its state estimate and the 
 (σ_τ: the warm-up smoother's effort noise [N·m]; the batch smoother's own whitening). With a model that
 fits, s_k ≈ ρ χ²_m; ρ (the reference level, ≈ 1 in class, larger out of class: model error) is the
 mean of s_k/m over the first ``calibration`` seconds and then follows an exponential average with time
-constant ``reference_tau`` seconds, updated only while the CUSUM statistic is zero. A change multiplies the
+constant ``reference_tau`` seconds (every knot outside the hold-off, s/m capped at y_max·ρ: a slow
+drift — wear, temperature — moves the reference instead of raising an alarm). A change multiplies the
 residual variance: y_k = s_k / (m ρ) ~ χ²_m/m before, λ₁ χ²_m/m after (λ₁ = ``ratio``: the smallest
 variance increase the test is tuned for). Page's CUSUM (Page 1954; Basseville & Nikiforov 1993, ch. 2)
 with the log-likelihood ratio of one knot
@@ -141,11 +142,11 @@ class CusumDetector:
                 continue
             y = sk / (m * self.reference)
             self.g = max(0.0, self.g + float(self.llr(np.array([y]), m)[0]))
+            w = min(1.0, max(dt, 0.0) / self.reference_tau)
+            self.reference += w * (min(sk / m, self.y_max * self.reference) - self.reference)
             if self.g == 0.0:
                 self._t_zero = tk
                 self._since = []
-                w = min(1.0, max(dt, 0.0) / self.reference_tau)
-                self.reference += w * (min(sk / m, self.y_max * self.reference) - self.reference)
                 continue
             self._since.append(y)
             if self.g > self.threshold:

@@ -336,16 +336,22 @@ class KnotChain:
             S = S - Fx.T @ pinvh(Hxx) @ Fx
         return S
 
-    def scale_theta_information(self, scale: float) -> None:
-        """Covariance reset at a detected change (`online_change`): the prior's θ-marginal information S
-        (quadratic, linear and constant parts) becomes ``scale`` · S — its covariance is inflated by
-        1/``scale`` in every direction — while the conditional of x_0 given p is kept (as in
-        `inflate_theta`). Every cached block T_j shifts by the same (scale − 1) S: added to ``Toff``."""
+    def scale_prior(self, scale: float) -> None:
+        """Covariance reset at a detected change (`online_change`): the whole marginal prior on (x_0, p)
+        — its x rows F_0, its θ block T_0 and the forgetting offset — is multiplied by ``scale``: its
+        covariance is inflated by 1/``scale`` in every direction (fading memory of everything seen before
+        the window). Scaling the θ-marginal alone is not enough: the kept conditional of x_0 given p still
+        carries the old data's p information through x_0, which the window's encoders determine. The
+        window is re-eliminated from its oldest knot."""
         if not (np.isfinite(scale) and 0.0 <= scale <= 1.0):
             raise ValueError(f"scale must be in [0, 1], got {scale}")
-        S = self.prior_theta_marginal()
-        dT = (float(scale) - 1.0) * S
-        self.Toff += 0.5 * (dT + dT.T)
+        p = self.o
+        self.F[p] *= scale
+        self.T[p] = scale * (self.T[p] + self.Toff)
+        self.Toff[:] = 0.0
+        self.Tvalid[p + 1:] = False
+        self.Tvalid[p] = True
+        self.restart = 0
 
     def reanchor_prior(self) -> np.ndarray:
         """Re-anchor the marginal prior at the current estimate of the oldest window knot x̂_0 = x̄_0 ⊕ d
@@ -407,11 +413,12 @@ class KnotChain:
         thr = self.est.relin_x
         return bool(d[:nv].max() > thr[0] or d[nv:2 * nv].max() > thr[1] or d[2 * nv:3 * nv].max() > thr[2])
 
-    def stale(self, limit: int) -> list:
+    def stale(self, limit: int, depth: int | None = None) -> list:
         """Window knots (not frozen) whose step or θ drift exceed the thresholds, oldest first, at most
-        ``limit``."""
+        ``limit``, among the newest ``depth`` knots (default: those younger than ``relin_lag``)."""
         out = []
-        depth = int(np.ceil(self.est.relin_lag / max(self.est._stride * self.est._dt, 1e-12)))
+        if depth is None:
+            depth = int(np.ceil(self.est.relin_lag / max(self.est._stride * self.est._dt, 1e-12)))
         for j in range(max(self.frozen_upto + 1, self.n - depth), self.n):
             if self.step_large(j) or self._theta_stale(j):
                 out.append(j)

@@ -234,8 +234,9 @@ class QualityGate:
             return None
         spec, result, cand_t, u, worst = self._pending
         self._pending, self._buf = None, []
-        return self._event(t, "reject", f"superseded: a change of the robot was detected at t={t:.3f} s "
-                           f"(from t≈{t_change:.3f} s) after this candidate", np.nan, np.nan, u, cand_t, worst)
+        reason = (f"superseded: a change of the robot was detected at t={t:.3f} s (from t≈{t_change:.3f} s) "
+                  "after this candidate")
+        return self._event(t, "reject", reason, np.nan, np.nan, u, cand_t, worst)
 
     def events_frame(self):
         import pandas as pd
