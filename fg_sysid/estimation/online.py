@@ -533,16 +533,23 @@ class OnlineEstimator:
 
     def _marginalize_old(self) -> None:
         c = self._chain
-        lag = self.lag
         if c.n and c.t_newest < self._relearn_until:  # relearning: the window is the post-change knots
-            lag = c.t_newest - self._relearn_from
-        while c.n > 2 and c.t[c.o + c.n - 1] - c.t[c.o + 1] >= lag:
+            while c.n > 2 and c.t[c.o] < self._relearn_from:
+                self._pending_forget += c.marginalize_oldest()
+        while c.n > 2 and c.t[c.o + c.n - 1] - c.t[c.o + 1] >= self._lag_now():
             dt = c.marginalize_oldest()
             self._pending_forget = getattr(self, "_pending_forget", 0.0) + dt
         if self.forgetting is not None and self._pending_forget > 0:
             q = np.broadcast_to(np.asarray(self.forgetting, float) ** 2, (c.nt,)) * self._pending_forget
             c.inflate_theta(q)
         self._pending_forget = 0.0
+
+    def _lag_now(self) -> float:
+        """The window length [s]: ``lag``, or while relearning after a change the time since it started."""
+        c = self._chain
+        if c.n and c.t_newest < self._relearn_until:
+            return max(c.t_newest - self._relearn_from, 0.0) + 1e-9
+        return self.lag
 
     def _log(self, msg: str) -> None:
         if self.verbose:
@@ -583,10 +590,14 @@ class OnlineEstimator:
         ev = det.update(t, s, m)
         if ev is None:
             return
-        # covariance reset: marginalize the window's pre-change knots, then scale θ's prior information;
-        # relearning: the post-change knots stay in the window (relinearized) for `relearn` seconds
+        # covariance reset: marginalize the window but its 2 newest knots — every knot that may straddle
+        # the change (the CUSUM's change-time estimate is early by up to the smoothing delay: smoothed
+        # residuals of pre-change knots already see the post-change ones; a pre-change knot left in the
+        # relearning window is a 50-σ outlier for the new θ and biased it to 5 % torque error) —, then
+        # scale the prior (it now holds them); relearning: the new knots stay in the window
         m0 = c.marginalized
-        self._relearn_from, self._relearn_until = ev.t_change, ev.t_change + self.relearn
+        t_keep = float(c.t[c.o + max(c.n - 2, 0)])
+        self._relearn_from, self._relearn_until = t_keep, t_keep + self.relearn
         n_ref = int(np.ceil(self.relearn / self.relearn_refine - 1e-9))
         self._refine_at = [min(ev.t + (k + 1) * self.relearn_refine, self._relearn_until)
                            for k in range(n_ref)]
