@@ -47,6 +47,7 @@ from fg_sysid.robots import load_robot
 from fg_sysid.validation import model_spec, predict_efforts, relative_rmse
 
 ROBOT = "z1"
+GATE = ("publish", "reject")
 IMG = Path(__file__).resolve().parents[1] / "docs" / "img" / "online_tracking_{kind}.png"
 
 
@@ -170,6 +171,7 @@ def part_b(robot, args) -> dict:
     changes = res.events[res.events["decision"] == "change"]
     out = {
         "changes": changes,
+        "gate_after": res.events[(res.events["t"] >= tc) & res.events["decision"].isin(GATE)],
         "change_time": tc,
         "reference_heldout": e_ref["heldout"],
         "reference_model": e_ref["model"],
@@ -324,6 +326,8 @@ def main():
             ]
         )
         print(tab.to_markdown(index=False, floatfmt=".4g"))
+        g = b["gate_after"][["t", "decision", "candidate_score", "published_score", "rel_std", "candidate_t"]]
+        print("\ngate decisions after the change:\n\n" + g.to_markdown(index=False, floatfmt=".4g"))
         print(
             f"\nbatch on post-change data: heldout {b['reference_heldout']:.4g}, "
             f"model {b['reference_model']:.4g}; "

@@ -63,8 +63,8 @@ class ChangeEvent:
     def message(self) -> str:
         return (f"change detected at t={self.t:.3f} s (CUSUM {self.statistic:.3g} > {self.threshold:g}; "
                 f"inverse-dynamics residual {self.ratio:.3g}× its reference over {self.knots} knots since "
-                f"t={self.t_change:.3f} s): θ information of the marginal prior × {self.reset:g}, "
-                f"{self.marginalized} pre-change knots marginalized")
+                f"t={self.t_change:.3f} s): prior information × {self.reset:g} after marginalizing "
+                f"{self.marginalized} knots; relearning θ")
 
     def row(self) -> dict:
         return asdict(self)
