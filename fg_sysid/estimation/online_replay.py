@@ -166,7 +166,7 @@ def replay(
     rows, events, lat = [], [], []
     names = None
     last_row_t = -np.inf
-    counts = {"samples": stream.n_samples, "chunks": 0, "estimator_rejected": 0}
+    counts = {"samples": stream.n_samples, "chunks": 0, "estimator_rejected": 0, "changes_detected": 0}
     wall0 = time.perf_counter()
     t_first = None
     offered = None
@@ -198,7 +198,7 @@ def replay(
             counts["estimator_rejected"] += 1
             events.append({"t": t_new, "decision": "estimator-reject", "reason": str(msg)})
         for change in getattr(out, "events", ()):  # a detected change of the robot (online_change)
-            counts["changes_detected"] = counts.get("changes_detected", 0) + 1
+            counts["changes_detected"] += 1
             events.append({"t": change.t, "decision": "change", "reason": change.message(),
                            "candidate_t": change.t_change})
             ev = gate.on_change(change.t, change.t_change)
