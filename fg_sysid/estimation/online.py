@@ -171,16 +171,15 @@ class OnlineEstimator:
             (`online_change.CusumDetector` on the smoothed knots' inverse-dynamics residuals): True
             (default settings), False, or a dict of `CusumDetector` options plus ``reset`` (the factor the
             marginal prior's information is multiplied by at a detected change, `KnotChain.scale_prior`;
-            default 0.001: its covariance × 1000; window knots before the estimated change time are
-            marginalized first), ``relearn`` (default 4 s, at most: after the change the window keeps
-            every post-change knot and only those (lag t − t_change), relinearizes up to
+            default 0.001: its covariance × 1000; the window is first marginalized down to its 2 newest
+            knots, so that no knot straddling the change stays), ``relearn`` (default 4 s, at most: after
+            the alarm the window keeps every new knot (lag = time since the alarm), relinearizes up to
             ``relearn_relinearize`` (default 8) stale knots of the whole window per update and runs a
             full `refine` every ``relearn_refine`` s (default 0.5); relearning ends once a refine moves θ
-            by less than ``relin_theta`` prior stds (at least 1 s after the change), so that the
-            post-change knots are marginalized only once θ has converged to the new robot: knots
-            marginalized while linearized at the stale θ biased it for good — 21 % torque error 2.5 s
-            after a 1 kg payload change, against 0.8 % after a refine of the relearning window and 2.7 %
-            for the batch smoother on the same 2.5 s of post-change samples).
+            by less than ``relin_theta`` prior stds (at least 1 s after the alarm), so that the
+            post-change knots are marginalized only once θ has converged to the new robot — knots
+            marginalized while linearized at the stale θ bias it for good;
+            `benchmarks/bench_online_relearn.py` compares the variants).
         reanchor_period: re-anchor the marginal prior at the oldest knot's current estimate and relinearize
             that knot (`KnotChain.reanchor_prior`) when its step or θ drift exceed the thresholds, at most
             once per this many seconds of log (None: only in `refine`).
@@ -593,14 +592,16 @@ class OnlineEstimator:
         # covariance reset: marginalize the window but its 2 newest knots — every knot that may straddle
         # the change (the CUSUM's change-time estimate is early by up to the smoothing delay: smoothed
         # residuals of pre-change knots already see the post-change ones; a pre-change knot left in the
-        # relearning window is a 50-σ outlier for the new θ and biased it to 5 % torque error) —, then
-        # scale the prior (it now holds them); relearning: the new knots stay in the window
+        # relearning window has a large residual for the new θ and biases it) —, then scale the prior
+        # (it now holds them); relearning: the new knots stay in the window
         m0 = c.marginalized
         t_keep = float(c.t[c.o + max(c.n - 2, 0)])
         self._relearn_from, self._relearn_until = t_keep, t_keep + self.relearn
         n_ref = int(np.ceil(self.relearn / self.relearn_refine - 1e-9))
         self._refine_at = [min(ev.t + (k + 1) * self.relearn_refine, self._relearn_until)
                            for k in range(n_ref)]
+        while c.n > 2 and c.t[c.o] < t_keep:
+            self._pending_forget += c.marginalize_oldest()
         self._marginalize_old()
         k = c.marginalized - m0
         c.scale_prior(self.reset_scale)
