@@ -5,8 +5,8 @@ lag, 3 s warm-up), without the quality gate.
 
 Model error = relative RMSE of the θ's efforts at the *true* states and accelerations of a 5 s held-out log
 of the loaded robot against its true efforts (`validation.predict_efforts`; the parameters' error alone).
-Variants: the default (change detector, reset × 0.001, relearning), the detector without relearning
-(``relearn`` = 0), reset factors, and no detector with and without forgetting.
+Variants: the default (change detector, reset × 0.001, no relearning, no hold-off), relearning for 4 s,
+reset factors, and no detector with and without forgetting.
 
     python benchmarks/bench_online_relearn.py [--times 16 17.5 20 25] [--variants default no-relearn ...]
 """
@@ -25,7 +25,8 @@ from fg_sysid.robots import load_robot
 from fg_sysid.validation import model_spec, predict_efforts, relative_rmse
 
 VARIANTS = {
-    "default": {},
+    "default": {},  # no relearning, no hold-off
+    "relearn-4": {"change_detection": {"relearn": 4.0}},
     "no-relearn": {"change_detection": {"relearn": 0.0}},
     "reset-0.01": {"change_detection": {"reset": 0.01}},
     "no-detector": {"change_detection": False},

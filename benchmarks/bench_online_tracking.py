@@ -84,6 +84,8 @@ def run_online(robot, log, args, forgetting, on_chunk=None, record_period=0.1):
     )
     if args.no_detector and hasattr(est, "detector_"):
         est.detector_ = None  # the fixed-lag estimator without its change detector (comparison runs)
+    if args.relearn is not None and getattr(est, "detector_", None) is not None:
+        est.relearn = est.detector_.holdoff = args.relearn  # relearning span and hold-off [s]
     gate = QualityGate(robot, ROBOT, margin=args.margin, holdout=args.holdout)
     chunk = max(1, int(round(args.rate / args.knot_rate)))
     return replay(
@@ -290,6 +292,8 @@ def main():
                          "random-walk std per √s (default none: the change detector resets θ's information)")
     ap.add_argument("--no-detector", action="store_true",
                     help="fixed-lag: switch its change detector off (comparison with forgetting alone)")
+    ap.add_argument("--relearn", type=float, default=None,
+                    help="fixed-lag: relearning span and hold-off after a change [s] (default 0: off)")
     ap.add_argument("--memory-duration", type=float, default=600.0)
     ap.add_argument("--memory-lag", type=float, default=10.0)
     args = ap.parse_args()

@@ -172,8 +172,11 @@ class OnlineEstimator:
             (default settings), False, or a dict of `CusumDetector` options plus ``reset`` (the factor the
             marginal prior's information is multiplied by at a detected change, `KnotChain.scale_prior`;
             default 0.001: its covariance × 1000; the window is first marginalized down to its 2 newest
-            knots, so that no knot straddling the change stays), ``relearn`` (default 4 s, at most: after
-            the alarm the window keeps every new knot (lag = time since the alarm), relinearizes up to
+            knots, so that no knot straddling the change stays), ``relearn`` (default 0: off; then
+            there is no hold-off either and the detector resets again while the residuals stay
+            inconsistent with θ — on a 1 kg payload change 9 resets in 0.6 s, then none. With ``relearn``
+            > 0, for at most that long after the alarm the window keeps every new knot (lag = time
+            since the alarm), relinearizes up to
             ``relearn_relinearize`` (default 8) stale knots of the whole window per update and runs a
             full `refine` every ``relearn_refine`` s (default 0.5); relearning ends once a refine moves θ
             by less than ``relin_theta`` prior stds (at least 1 s after the alarm), so that the
@@ -622,7 +625,7 @@ def _detector(option):
     reset = float(opts.pop("reset", 0.001))
     if not (np.isfinite(reset) and 0.0 <= reset < 1.0):
         raise ValueError(f"change_detection['reset'] must be in [0, 1), got {reset}")
-    relearn = float(opts.pop("relearn", 4.0))
+    relearn = float(opts.pop("relearn", 0.0))
     if not (np.isfinite(relearn) and relearn >= 0):
         raise ValueError(f"change_detection['relearn'] must be ≥ 0 [s], got {relearn}")
     nrel = int(opts.pop("relearn_relinearize", 8))

@@ -64,7 +64,7 @@ class ChangeEvent:
         return (f"change detected at t={self.t:.3f} s (CUSUM {self.statistic:.3g} > {self.threshold:g}; "
                 f"inverse-dynamics residual {self.ratio:.3g}× its reference over {self.knots} knots since "
                 f"t={self.t_change:.3f} s): prior information × {self.reset:g} after marginalizing "
-                f"{self.marginalized} knots; relearning θ")
+                f"{self.marginalized} knots")
 
     def row(self) -> dict:
         return asdict(self)
