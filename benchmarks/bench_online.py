@@ -16,7 +16,9 @@ friction), as benchmarks/bench_outofclass.py.
 
 Usage: python benchmarks/bench_online.py [--robot z1] [--duration 60] [--rate 200] [--knot-rate 200]
        [--lag 1.0] [--noise 0.01] [--truth in-class|sharp|stribeck] [--no-batch] [--floating]
-       [--out benchmarks/results/online.csv]
+       [--rss-every N] [--out benchmarks/results/online.csv]
+Memory over 10 minutes: ``--duration 600 --no-batch --rss-every 2000`` (current RSS every 2000 updates, its
+slope after the first minute in MB per minute of log).
 """
 
 from __future__ import annotations
@@ -42,6 +44,12 @@ def rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
+def current_rss_mb() -> float:
+    """Resident set size now [MB] (``/proc/self/statm``; the peak `rss_mb` cannot show a decrease)."""
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
 #: simulated truth: (tanh width of the truth's friction [rad/s], effects) — in-class, or outside the
 #: estimator's model class (as benchmarks/bench_outofclass.py)
 TRUTHS = {
@@ -52,7 +60,8 @@ TRUTHS = {
 
 
 def run(robot_name: str, duration: float, rate: float, knot_rate: float, lag: float, noise: float,
-        batch: bool, warmup: float, truth: str = "in-class", forgetting: float | None = None) -> dict:
+        batch: bool, warmup: float, truth: str = "in-class", forgetting: float | None = None,
+        rss_every: int = 0, rss_out: str | None = None) -> dict:
     robot = load_robot(robot_name)
     row = {"robot": robot_name, "truth": truth, "duration_s": duration, "rate_hz": rate,
            "knot_rate_hz": knot_rate, "lag_s": lag, "noise": noise, "forgetting": forgetting}
@@ -66,12 +75,15 @@ def run(robot_name: str, duration: float, rate: float, knot_rate: float, lag: fl
     held = simulate(robot, min(duration, 10.0), rate, 0.0, 1, truth=train.truth, friction_velocity_scale=vs,
                     effects=effects)
     log = train.log
-    rss = []
+    rss, trace = [], []
     t0 = time.perf_counter()
     for i in range(log.n_samples):
         est.update(log.slice(i, i + 1))
         if i % max(int(rate), 1) == 0:
             rss.append(rss_mb())
+        if rss_every and est.ready and est.n_updates_ % rss_every == 0:
+            trace.append({"update": est.n_updates_, "t": float(log.t[i]), "rss_mb": current_rss_mb(),
+                          "knots_in_window": int(est._chain.n)})
         if i % max(int(10 * rate), 1) == 0:
             print(f"  t = {log.t[i]:6.1f} s, {time.perf_counter() - t0:6.1f} s elapsed", flush=True)
     stats = est.stats_.table().iloc[1:]  # the first row is the warm-up's batch fit
@@ -84,6 +96,19 @@ def run(robot_name: str, duration: float, rate: float, knot_rate: float, lag: fl
     row["buffer_capacity"] = int(est._chain.cap)
     row["rss_mb_after_warmup"] = float(rss[int(np.ceil(warmup)) + 1]) if len(rss) > warmup + 1 else np.nan
     row["rss_mb_end"] = float(rss[-1])
+    row["changes_detected"] = len(getattr(est, "changes_", []))
+    if trace:
+        tr = pd.DataFrame(trace)
+        if rss_out:
+            Path(rss_out).parent.mkdir(parents=True, exist_ok=True)
+            tr.to_csv(rss_out, index=False)
+        late = tr[tr["t"] >= tr["t"].iloc[0] + 60.0]  # after the first minute of streaming
+        late = late if len(late) > 2 else tr
+        slope = np.polyfit(late["t"] / 60.0, late["rss_mb"], 1)[0]
+        row.update(rss_trace_first_mb=float(tr["rss_mb"].iloc[0]),
+                   rss_trace_last_mb=float(tr["rss_mb"].iloc[-1]), rss_trace_max_mb=float(tr["rss_mb"].max()),
+                   rss_slope_mb_per_min=float(slope),
+                   rss_samples=int(len(tr)))
     row["online_heldout"] = heldout_report(est.result(), robot, held.log)["overall"]
     row["warmup_heldout"] = heldout_report(est.smoother_.result_, robot, held.log)["overall"]
     if batch:
@@ -111,10 +136,14 @@ def main() -> None:
     ap.add_argument("--no-batch", action="store_true")
     ap.add_argument("--forgetting", type=float, default=None, help="θ random-walk std per √s (default: none)")
     ap.add_argument("--floating", action="store_true", help="also try B1 with a 0.5 s lag")
+    ap.add_argument("--rss-every", type=int, default=0,
+                    help="record the current RSS every N updates (memory over long logs: --duration 600); "
+                         "the slope after the first minute is reported")
+    ap.add_argument("--rss-out", default="benchmarks/results/online_rss.csv")
     ap.add_argument("--out", default="benchmarks/results/online.csv")
     a = ap.parse_args()
     rows = [run(a.robot, a.duration, a.rate, a.knot_rate, a.lag, a.noise, not a.no_batch, a.warmup, a.truth,
-                a.forgetting)]
+                a.forgetting, a.rss_every, a.rss_out)]
     if a.floating:
         rows.append(run("b1", a.duration, a.rate, a.knot_rate, 0.5, a.noise, False, a.warmup))
     df = pd.DataFrame(rows)

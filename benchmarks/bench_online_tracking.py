@@ -47,6 +47,7 @@ from fg_sysid.robots import load_robot
 from fg_sysid.validation import model_spec, predict_efforts, relative_rmse
 
 ROBOT = "z1"
+GATE = ("publish", "reject")
 IMG = Path(__file__).resolve().parents[1] / "docs" / "img" / "online_tracking_{kind}.png"
 
 
@@ -81,6 +82,10 @@ def run_online(robot, log, args, forgetting, on_chunk=None, record_period=0.1):
         forgetting=forgetting,
         warmup=args.warmup,
     )
+    if args.no_detector and hasattr(est, "detector_"):
+        est.detector_ = None  # the fixed-lag estimator without its change detector (comparison runs)
+    if args.relearn is not None and getattr(est, "detector_", None) is not None:
+        est.relearn = est.detector_.holdoff = args.relearn  # relearning span and hold-off [s]
     gate = QualityGate(robot, ROBOT, margin=args.margin, holdout=args.holdout)
     chunk = max(1, int(round(args.rate / args.knot_rate)))
     return replay(
@@ -126,6 +131,7 @@ def part_a(robot, args) -> list[dict]:
                 }
             )
         rows[-1].update(
+            changes_detected=res.counts.get("changes_detected", 0),
             published=res.counts["published"],
             rejected=res.counts["rejected_candidates"],
             p50_ms=lat["p50_s"] * 1e3,
@@ -164,7 +170,10 @@ def part_b(robot, args) -> dict:
             t_rec = t
             break
     before = [e for t, e in score if t < tc]
+    changes = res.events[res.events["decision"] == "change"]
     out = {
+        "changes": changes,
+        "gate_after": res.events[(res.events["t"] >= tc) & res.events["decision"].isin(GATE)],
         "change_time": tc,
         "reference_heldout": e_ref["heldout"],
         "reference_model": e_ref["model"],
@@ -176,12 +185,21 @@ def part_b(robot, args) -> dict:
         "pc": pc,
         "ref": e_ref,
         "forgetting": args.payload_forgetting,
+        "no_detector": args.no_detector,
         "kind": res.estimator.kind_,
     }
     out["img"] = Path(str(IMG).format(kind=res.estimator.kind_))
     plot_tracking(out, robot, out["img"])
     print(f"[b] replay {res.wall_s:.1f} s", flush=True)
     return out
+
+
+def forgetting_label(b) -> str:
+    f = b["forgetting"]
+    if b["kind"] == "windowed":
+        return f"window {f:g} s)"
+    det = "change detector off" if b["no_detector"] else "CUSUM change detector"
+    return (f"{det}, " + ("no forgetting)" if f is None else f"forgetting σ_rw {f:g} per √s)"))
 
 
 def plot_tracking(b, robot, path):
@@ -214,10 +232,11 @@ def plot_tracking(b, robot, path):
     axes[2].grid(alpha=0.3)
     for ax in axes:
         ax.axvline(b["change_time"], color="tab:red", lw=1)
-    axes[-1].set_xlabel("log time t [s] (red: 1 kg payload attached)")
+        for tc in b["changes"]["t"]:
+            ax.axvline(tc, color="tab:purple", lw=1, ls=":")
+    axes[-1].set_xlabel("log time t [s] (red: 1 kg payload attached; purple dotted: change detected)")
     fig.suptitle(
-        f"{robot.name}: online tracking of a payload change ({b['kind']}, forgetting {b['forgetting']:g}"
-        + (" s window)" if b["kind"] == "windowed" else " θ random-walk std per √s)"), fontsize=10
+        f"{robot.name}: online tracking of a payload change ({b['kind']}, " + forgetting_label(b), fontsize=10
     )
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -270,15 +289,18 @@ def main():
     ap.add_argument("--payload-duration", type=float, default=30.0)
     ap.add_argument("--payload-forgetting", type=float, default=None,
                     help="forgetting of parts (b), (c): windowed window [s] (default 5), fixed-lag θ "
-                         "random-walk "
-                         "std per √s (default 0.5)")
+                         "random-walk std per √s (default none: the change detector resets θ's information)")
+    ap.add_argument("--no-detector", action="store_true",
+                    help="fixed-lag: switch its change detector off (comparison with forgetting alone)")
+    ap.add_argument("--relearn", type=float, default=None,
+                    help="fixed-lag: relearning span and hold-off after a change [s] (default 0: off)")
     ap.add_argument("--memory-duration", type=float, default=600.0)
     ap.add_argument("--memory-lag", type=float, default=10.0)
     args = ap.parse_args()
     robot = load_robot(ROBOT)
     args.kind = kind = make_estimator(args.estimator, robot, 1.0, 100.0, None, 2.0).kind_
-    if args.payload_forgetting is None:
-        args.payload_forgetting = 5.0 if kind == "windowed" else 0.5
+    if args.payload_forgetting is None and kind == "windowed":
+        args.payload_forgetting = 5.0  # the fixed-lag default: no forgetting, the change detector
     print(
         f"# {platform.node()} {platform.processor() or platform.machine()}, robot {ROBOT}, "
         f"rate {args.rate:g} Hz, noise {args.noise:g}, knots {args.knot_rate:g} Hz, lag {args.lag:g} s, "
@@ -293,7 +315,9 @@ def main():
             print(g.drop(columns="truth").to_markdown(index=False, floatfmt=".4g"))
     if "b" in args.parts:
         b = part_b(robot, args)
-        print(f"\n## (b) 1 kg payload at t = {b['change_time']:g} s (forgetting {b['forgetting']:g})\n")
+        print(f"\n## (b) 1 kg payload at t = {b['change_time']:g} s ({forgetting_label(b)}\n")
+        if len(b["changes"]):
+            print(b["changes"][["t", "reason"]].to_markdown(index=False, floatfmt=".4g") + "\n")
         tab = pd.DataFrame(
             [
                 {
@@ -306,6 +330,8 @@ def main():
             ]
         )
         print(tab.to_markdown(index=False, floatfmt=".4g"))
+        g = b["gate_after"][["t", "decision", "candidate_score", "published_score", "rel_std", "candidate_t"]]
+        print("\ngate decisions after the change:\n\n" + g.to_markdown(index=False, floatfmt=".4g"))
         print(
             f"\nbatch on post-change data: heldout {b['reference_heldout']:.4g}, "
             f"model {b['reference_model']:.4g}; "
@@ -315,7 +341,7 @@ def main():
     if "c" in args.parts:
         c = pd.DataFrame(part_c(robot, args))
         print(
-            f"\n## (c) memory over a {args.memory_duration:g} s log (forgetting {args.payload_forgetting:g}, "
+            f"\n## (c) memory over a {args.memory_duration:g} s log (forgetting {args.payload_forgetting}, "
             f"lag {args.memory_lag if kind == 'windowed' else args.lag:g} s)\n"
         )
         print(c.to_markdown(index=False, floatfmt=".4g"))

@@ -53,6 +53,7 @@ unconstrained coordinates (`layout.ParameterLayout`). Fixed bases only for now (
 from __future__ import annotations
 
 import copy
+import dataclasses
 import sys
 import time
 import warnings
@@ -97,6 +98,7 @@ class OnlineUpdate:
         rejected: one message per rejected sample (and per chain restart at a gap).
         latency_s: wall time of this update [s].
         ready: False during warm-up.
+        events: changes detected in this update (`online_change.ChangeEvent`, with the reset applied).
     """
 
     theta: np.ndarray | None
@@ -106,6 +108,7 @@ class OnlineUpdate:
     rejected: list
     latency_s: float
     ready: bool
+    events: list = field(default_factory=list)
 
 
 @dataclass
@@ -164,12 +167,32 @@ class OnlineEstimator:
             the re-elimination per update to the knots in this lag.
         top_iterations: Levenberg–Marquardt iterations on θ at the top per update (warm-started from the
             previous update's θ, so the iterations accumulate over updates; `result` converges fully).
+        change_detection: detect changes of the robot's dynamics and reset θ's information then
+            (`online_change.CusumDetector` on the smoothed knots' inverse-dynamics residuals): True
+            (default settings), False, or a dict of `CusumDetector` options plus ``reset`` (the factor the
+            marginal prior's information is multiplied by at a detected change, `KnotChain.scale_prior`;
+            default 0.001: its covariance × 1000; the window is first marginalized down to its 2 newest
+            knots, so that no knot straddling the change stays), ``relearn`` (default 0: off; then
+            there is no hold-off either and the detector resets again while the residuals stay
+            inconsistent with θ — on a 1 kg payload change 9 resets in 0.6 s, then none. With ``relearn``
+            > 0, for at most that long after the alarm the window keeps every new knot (lag = time
+            since the alarm), relinearizes up to
+            ``relearn_relinearize`` (default 8) stale knots of the whole window per update and runs a
+            full `refine` every ``relearn_refine`` s (default 0.5); relearning ends once a refine moves θ
+            by less than ``relin_theta`` prior stds (at least 1 s after the alarm), so that the
+            post-change knots are marginalized only once θ has converged to the new robot — knots
+            marginalized while linearized at the stale θ bias it for good;
+            `benchmarks/bench_online_relearn.py` compares the variants).
+        reanchor_period: re-anchor the marginal prior at the oldest knot's current estimate and relinearize
+            that knot (`KnotChain.reanchor_prior`) when its step or θ drift exceed the thresholds, at most
+            once per this many seconds of log (None: only in `refine`).
     """
 
     def __init__(self, robot: RobotModel, lag: float = 1.0, knot_rate: float = 200.0, forgetting=None,
                  warmup: float = 5.0, smoother_options: dict | None = None, verbose: bool = False,
                  max_gap: float = 5.0, max_relinearize: int = 2, relin_x=(1e-2, 1e-1, 1.0),
-                 relin_theta: float = 0.1, relin_lag: float = 0.05, top_iterations: int = 2):
+                 relin_theta: float = 0.1, relin_lag: float = 0.05, top_iterations: int = 2,
+                 change_detection=True, reanchor_period: float | None = None):
         if robot.floating_base:
             raise EstimationError(
                 f"OnlineEstimator: robot {robot.name!r} has a floating base; the online window supports "
@@ -198,6 +221,17 @@ class OnlineEstimator:
         self.relin_theta = float(relin_theta)
         self.relin_lag = float(relin_lag)
         self.top_iterations = int(top_iterations)
+        (self.detector_, self.reset_scale, self.relearn, self.relearn_relinearize,
+         self.relearn_refine) = _detector(change_detection)
+        self._relearn_from, self._relearn_until = -np.inf, -np.inf
+        self._refine_at: list = []  # log times of the full refinements while relearning
+        self.changes_: list = []  # every ChangeEvent so far
+        self._events: list = []
+        if reanchor_period is not None and not (np.isfinite(reanchor_period) and reanchor_period > 0):
+            raise ValueError(f"reanchor_period must be a positive number of seconds, got {reanchor_period}")
+        self.reanchor_period = None if reanchor_period is None else float(reanchor_period)
+        self._next_reanchor = -np.inf
+        self.reanchored_ = 0
         self.stats_ = _Stats()
         self.n_updates_ = 0
         self._seconds = 0.0
@@ -239,10 +273,11 @@ class OnlineEstimator:
             self.stats_.eliminated.append(self._chain.last_eliminated)
             self._relin_count = 0
             self.stats_.knots_in_window.append(self._chain.n)
+        events, self._events = self._events, []
         return OnlineUpdate(None if self.theta_ is None else self.theta_.copy(),
                             None if self.theta_cov_ is None else self.theta_cov_.copy(),
                             None if not self.ready else self._chain.t_newest,
-                            new_states, rejected, lat, self.ready)
+                            new_states, rejected, lat, self.ready, events)
 
     def window_states(self) -> dict:
         """The window's smoothed knot states (full back substitution): ``t``, ``q``, ``v``, ``a``."""
@@ -275,18 +310,23 @@ class OnlineEstimator:
             measured_joints=[j for j, m in zip(self.robot.joint_names, self._tau_measured, strict=True) if m],
             extras={"online": {"lag": self.lag, "knot_rate": self.knot_rate,
                                "forgetting": _jsonable(self.forgetting),
-                               "updates": self.n_updates_}})
+                               "updates": self.n_updates_,
+                               "changes_detected": len(self.changes_)}})
 
     def refine(self, iterations: int = 1) -> None:
-        """Relinearize every knot of the window (except the frozen oldest) at the current estimate and
-        re-solve, ``iterations`` times: undamped Gauss–Newton iterations of the window (the streaming
-        updates only relinearize the young knots)."""
+        """Relinearize every knot of the window at the current estimate and re-solve, ``iterations`` times:
+        undamped Gauss–Newton iterations of the window (the streaming updates only relinearize the young
+        knots). The oldest knot, which carries the marginal prior, is relinearized by re-anchoring the prior
+        there (`KnotChain.reanchor_prior`)."""
         if not self.ready:
             return
         with _blas_one_thread():
             c = self._chain
             for _ in range(iterations):
                 c.solve(max_iterations=50)
+                if c.frozen_upto >= 0:
+                    c.reanchor_prior()
+                    self.reanchored_ += 1
                 c.relinearize(list(range(c.frozen_upto + 1, c.n)))
                 c.solve(max_iterations=50)
             self.theta_, self.theta_cov_ = c.theta.copy(), c.theta_cov.copy()
@@ -410,7 +450,8 @@ class OnlineEstimator:
     def _build_buffers(self, sm: JointSmoother, n_warm: int) -> None:
         """Per-knot buffers (capacity ~ window + margin, compacted in place) and the window `Problem` with the
         batch smoother's own term builders reading them."""
-        window = int(np.ceil(self.lag / (self._stride * self._dt))) + 2
+        span = self.lag + (self.relearn if self.detector_ is not None else 0.0)  # relearning after a change
+        window = int(np.ceil(span / (self._stride * self._dt))) + 2
         self._cap = cap = max(window + max(window // 2, 64), n_warm + 8)
         nv = self.robot.nv
         self._qm = np.zeros((cap, self.robot.nq))
@@ -431,6 +472,15 @@ class OnlineEstimator:
     # ------------------------------------------------------------------ streaming
     def _online_feed(self, s: _Samples, msgs: list) -> dict:
         c = self._chain
+        if self._refine_at and s.t[-1] >= self._refine_at[0]:  # relearning after a detected change
+            while self._refine_at and s.t[-1] >= self._refine_at[0]:
+                self._refine_at.pop(0)
+            th0 = c.theta.copy()
+            self.refine(1)
+            moved = float(np.max(np.abs(c.theta - th0) / c.theta_std))
+            if moved < self.relin_theta and s.t[-1] >= self._relearn_from + 1.0:
+                self._relearn_until = min(self._relearn_until, float(s.t[-1]))  # converged: marginalize
+                self._refine_at = []
         period = self._stride * self._dt
         added = []
         for i in range(s.t.size):
@@ -451,9 +501,17 @@ class OnlineEstimator:
             return self._empty_states()
         # fluid relinearization of the young knots at the last solution (new knots start from a prediction:
         # they are relinearized at the next update), then one elimination from the oldest changed knot
-        relin = c.stale(self.max_relinearize)
+        if c.t_newest < self._relearn_until:  # relearning after a detected change: the whole window
+            relin = c.stale(self.relearn_relinearize, depth=c.n)
+        else:
+            relin = c.stale(self.max_relinearize)
         if relin:
             c.relinearize(relin)
+        if (self.reanchor_period is not None and c.frozen_upto >= 0 and c.t_newest >= self._next_reanchor
+                and (c.step_large(0) or c._theta_stale(0))):
+            c.reanchor_prior()
+            self.reanchored_ += 1
+            self._next_reanchor = c.t_newest + self.reanchor_period
         try:
             c.solve(backsub=self._tail_knots + len(added), max_iterations=self.top_iterations)
         except SingularSystemError as e:
@@ -465,6 +523,7 @@ class OnlineEstimator:
             c.restart = 0
             return self._empty_states()
         self._relin_count = len(relin)
+        self._detect(msgs)
         self.theta_, self.theta_cov_ = c.theta.copy(), c.theta_cov.copy()
         k = min(len(added), c.n)
         x = c.states(slice(c.n - k, c.n))
@@ -477,7 +536,10 @@ class OnlineEstimator:
 
     def _marginalize_old(self) -> None:
         c = self._chain
-        while c.n > 2 and c.t[c.o + c.n - 1] - c.t[c.o + 1] >= self.lag:
+        if c.n and c.t_newest < self._relearn_until:  # relearning: the window is the post-change knots
+            while c.n > 2 and c.t[c.o] < self._relearn_from:
+                self._pending_forget += c.marginalize_oldest()
+        while c.n > 2 and c.t[c.o + c.n - 1] - c.t[c.o + 1] >= self._lag_now():
             dt = c.marginalize_oldest()
             self._pending_forget = getattr(self, "_pending_forget", 0.0) + dt
         if self.forgetting is not None and self._pending_forget > 0:
@@ -485,9 +547,96 @@ class OnlineEstimator:
             c.inflate_theta(q)
         self._pending_forget = 0.0
 
+    def _lag_now(self) -> float:
+        """The window length [s]: ``lag``, or while relearning after a change the time since it started."""
+        c = self._chain
+        if c.n and c.t_newest < self._relearn_until:
+            return max(c.t_newest - self._relearn_from, 0.0) + 1e-9
+        return self.lag
+
     def _log(self, msg: str) -> None:
         if self.verbose:
             print(msg, file=sys.stderr, flush=True)
+
+    # ------------------------------------------------------------------ change detection
+    def residual_statistic(self, j0: int, j1: int) -> tuple[np.ndarray, np.ndarray, int]:
+        """(t, s, m) of window knots j0 … j1−1: s = Σ ((τ(x̂; θ) − τ_meas)/σ_τ)² over the m measured
+        joints — the whitened inverse-dynamics residual at the knots' current estimates and θ
+        (σ_τ [N·m]: the warm-up smoother's effort noise). The statistic of `online_change`."""
+        c = self._chain
+        q, v, a = c.states(slice(j0, j1))
+        b = slice(c.o + j0, c.o + j1)
+        r = self.smoother_._id.evaluate(q, v, a, self._taum[b], c.theta, jacobians=False).r
+        w = np.zeros(self.robot.nv)
+        w[self.robot.joint_index_v()] = 1.0 / np.asarray(self.smoother_.noise_.tau, float)
+        z = r * self._tau_mask[b] * w
+        m = int(np.count_nonzero(self._tau_mask[b][0] * w)) if j1 > j0 else 0
+        return c.t[b].copy(), np.sum(z * z, axis=1), m
+
+    def _detect(self, msgs: list) -> None:
+        """Test the knots that left the back-substitution tail since the last update; on an alarm reset
+        θ's information (module docstring of `online_change`)."""
+        det = self.detector_
+        if det is None:
+            return
+        c = self._chain
+        j1 = c.n - self._tail_knots
+        if j1 <= 0:
+            return
+        ts = c.t[c.o:c.o + j1]
+        j0 = int(np.searchsorted(ts, det.t_last, side="right"))
+        if j0 >= j1:
+            return
+        t, s, m = self.residual_statistic(j0, j1)
+        if m == 0:
+            return
+        ev = det.update(t, s, m)
+        if ev is None:
+            return
+        # covariance reset: marginalize the window but its 2 newest knots — every knot that may straddle
+        # the change (the CUSUM's change-time estimate is early by up to the smoothing delay: smoothed
+        # residuals of pre-change knots already see the post-change ones; a pre-change knot left in the
+        # relearning window has a large residual for the new θ and biases it) —, then scale the prior
+        # (it now holds them); relearning: the new knots stay in the window
+        m0 = c.marginalized
+        t_keep = float(c.t[c.o + max(c.n - 2, 0)])
+        self._relearn_from, self._relearn_until = t_keep, t_keep + self.relearn
+        n_ref = int(np.ceil(self.relearn / self.relearn_refine - 1e-9))
+        self._refine_at = [min(ev.t + (k + 1) * self.relearn_refine, self._relearn_until)
+                           for k in range(n_ref)]
+        while c.n > 2 and c.t[c.o] < t_keep:
+            self._pending_forget += c.marginalize_oldest()
+        self._marginalize_old()
+        k = c.marginalized - m0
+        c.scale_prior(self.reset_scale)
+        c.solve(backsub=c.n, max_iterations=max(self.top_iterations, 10))
+        ev = dataclasses.replace(ev, reset=self.reset_scale, marginalized=k)
+        self.changes_.append(ev)
+        self._events.append(ev)
+        self._log(ev.message())
+
+
+def _detector(option):
+    """(CusumDetector | None, reset scale) from the ``change_detection`` option."""
+    from .online_change import CusumDetector
+
+    if option is False or option is None:
+        return None, 1.0, 0.0, 1, 1.0
+    opts = {} if option is True else dict(option)
+    reset = float(opts.pop("reset", 0.001))
+    if not (np.isfinite(reset) and 0.0 <= reset < 1.0):
+        raise ValueError(f"change_detection['reset'] must be in [0, 1), got {reset}")
+    relearn = float(opts.pop("relearn", 0.0))
+    if not (np.isfinite(relearn) and relearn >= 0):
+        raise ValueError(f"change_detection['relearn'] must be ≥ 0 [s], got {relearn}")
+    nrel = int(opts.pop("relearn_relinearize", 8))
+    if nrel < 1:
+        raise ValueError(f"change_detection['relearn_relinearize'] must be ≥ 1, got {nrel}")
+    every = float(opts.pop("relearn_refine", 0.5))
+    if not (np.isfinite(every) and every > 0):
+        raise ValueError(f"change_detection['relearn_refine'] must be > 0 [s], got {every}")
+    opts.setdefault("holdoff", relearn)
+    return CusumDetector(**opts), reset, relearn, nrel, every
 
 
 def _jsonable(x):

@@ -87,6 +87,7 @@ class KnotChain:
         self._inv_key, self._inv = None, None
         self.top_iterations = 0
         self.top_tol = 1e-4  # convergence of the top Gauss–Newton: predicted decrease of ½χ²
+        self.top_lambda = 0.0  # Levenberg–Marquardt damping of the top, carried from update to update
         self.marginalized = 0
 
     # ------------------------------------------------------------------ set-up
@@ -325,6 +326,65 @@ class KnotChain:
         dT[-1, -1] = -g @ K @ g
         self.Toff += 0.5 * (dT + dT.T)
 
+    def prior_theta_marginal(self) -> np.ndarray:
+        """The θ-marginal S ([p | 1] × [p | 1]) of the prior on (x_0, p), forgetting offset included: its
+        x_0 rows eliminated, S = T_0 + Toff − F_pᵀ H_xx⁺ F_p (pinv: x rows without information)."""
+        nx = self.nx
+        S = self.T[self.o] + self.Toff
+        if self.frozen_upto >= 0:
+            Hxx, Fx = self.F[self.o][:, :nx], self.F[self.o][:, nx:]
+            S = S - Fx.T @ pinvh(Hxx) @ Fx
+        return S
+
+    def scale_prior(self, scale: float) -> None:
+        """Covariance reset at a detected change (`online_change`): the whole marginal prior on (x_0, p)
+        — its x rows F_0, its θ block T_0 and the forgetting offset — is multiplied by ``scale``: its
+        covariance is inflated by 1/``scale`` in every direction (fading memory of everything seen before
+        the window). Scaling the θ-marginal alone is not enough: the kept conditional of x_0 given p still
+        carries the old data's p information through x_0, which the window's encoders determine. The
+        window is re-eliminated from its oldest knot."""
+        if not (np.isfinite(scale) and 0.0 <= scale <= 1.0):
+            raise ValueError(f"scale must be in [0, 1], got {scale}")
+        p = self.o
+        self.F[p] *= scale
+        self.T[p] = scale * (self.T[p] + self.Toff)
+        self.Toff[:] = 0.0
+        self.Tvalid[p + 1:] = False
+        self.Tvalid[p] = True
+        self.restart = 0
+
+    def reanchor_prior(self) -> np.ndarray:
+        """Re-anchor the marginal prior at the current estimate of the oldest window knot x̂_0 = x̄_0 ⊕ d
+        and relinearize that knot's own factors (its knot factors at the current θ, the pair (0, 1)) there.
+
+        The prior is a Gaussian in (δx_0, p), linear in δx_0 = x_0 ⊖ x̄_0. With δx_0 = d + δx'_0 (exact
+        on vector-space joints; first order on the joint manifold), the same Gaussian in δx'_0 has the
+        x rows [H_xx | H_xp | H_x1 + H_xx d] and the θ block [H_pp | H_p1 + H_px d; ... | H_11 + 2 dᵀH_x1 +
+        dᵀH_xx d]: an exact change of variables, so the window's solution does not move; only the
+        knot's own factors (first-estimate until now) then move to the new point. Returns d."""
+        nx, nt = self.nx, self.nt
+        p = self.o
+        d = self.dx[p].copy()
+        if self.n == 0:
+            return d
+        F, T = self.F[p], self.T[p]
+        Hxx, Hxp, Hx1 = F[:, :nx], F[:, nx:nx + nt], F[:, -1]
+        Hd = Hxx @ d
+        T[:nt, -1] += Hxp.T @ d
+        T[-1, :nt] += Hxp.T @ d
+        T[-1, -1] += 2.0 * d @ Hx1 + d @ Hd
+        F[:, -1] = Hx1 + Hd
+        q, v, a = self.estimate(p)
+        self.xq[p], self.xv[p], self.xa[p] = q, v, a
+        self.dx[p] = 0.0
+        self.thbar[p] = self.theta
+        self._linearize_knot(0)
+        if self.n > 1:
+            self._linearize_pair(0)
+        self.Tvalid[p + 1:] = False
+        self.restart = 0
+        return d
+
     def _compact(self) -> None:
         """Move the window to the front of every buffer (in place: the terms keep reading the same arrays)."""
         o, n = self.o, self.n
@@ -353,11 +413,12 @@ class KnotChain:
         thr = self.est.relin_x
         return bool(d[:nv].max() > thr[0] or d[nv:2 * nv].max() > thr[1] or d[2 * nv:3 * nv].max() > thr[2])
 
-    def stale(self, limit: int) -> list:
+    def stale(self, limit: int, depth: int | None = None) -> list:
         """Window knots (not frozen) whose step or θ drift exceed the thresholds, oldest first, at most
-        ``limit``."""
+        ``limit``, among the newest ``depth`` knots (default: those younger than ``relin_lag``)."""
         out = []
-        depth = int(np.ceil(self.est.relin_lag / max(self.est._stride * self.est._dt, 1e-12)))
+        if depth is None:
+            depth = int(np.ceil(self.est.relin_lag / max(self.est._stride * self.est._dt, 1e-12)))
         for j in range(max(self.frozen_upto + 1, self.n - depth), self.n):
             if self.step_large(j) or self._theta_stale(j):
                 out.append(j)
@@ -430,6 +491,9 @@ class KnotChain:
         C[-1, -1] += float(np.sum(self.kcc[a:b]) + np.sum(self.pcc[a:b]))
         return C
 
+    TOP_HALVINGS = (1.0, 0.5, 0.25, 0.125, 0.0625)  # step lengths tried along the Gauss–Newton step
+    TOP_TRIALS = 16  # damping trials per top iteration (λ from 1e-6 up to 1e9 when started from 0)
+
     TAIL = 16  # θ blocks kept per knot for the newest knots (restart points of the next updates)
 
     def _T_at(self, j: int) -> np.ndarray:
@@ -476,7 +540,9 @@ class KnotChain:
 
         theta = self.theta.copy()
         f = cost(theta)
-        it, lam = 0, 0.0
+        # λ persists across updates: a poorly conditioned top (cond ≈ 1e9 after a poor warm-up) needs more
+        # damping than 8 fresh trials reach, and restarting from λ = 0 every update froze θ for good
+        it, lam = 0, self.top_lambda
         for it in range(1, max_iterations + 1):  # noqa: B007 (the count is reported)
             p, J = self.pmap(theta)
             r, Jr = self._theta_rows(theta)
@@ -491,7 +557,16 @@ class KnotChain:
             if pred < self.top_tol:
                 break  # converged: the (undamped) Newton decrement is below top_tol (χ²/2 units)
             accepted = False
-            for _ in range(8):  # Levenberg–Marquardt: λ·diag(H) until the cost decreases
+            # the Gauss–Newton direction with step halving first: far from the optimum (after a change of
+            # the robot) its direction is good but its length is not (p(θ) is nonlinear), and λ·diag(H)
+            # damping alone crawled (λ stuck at 1–10, 2 % of the mass change per second)
+            for alpha in self.TOP_HALVINGS:
+                f_new = cost(theta + alpha * step)
+                if f_new < f:
+                    accepted, step, pred = True, alpha * step, alpha * pred
+                    lam = 0.0
+                    break
+            for _ in range(0 if accepted else self.TOP_TRIALS):  # Levenberg–Marquardt: λ·diag(H)
                 if lam > 0:
                     Hd = H.copy()
                     Hd[np.diag_indices(nt)] += lam * d
@@ -510,6 +585,7 @@ class KnotChain:
             if pred < 10 * self.top_tol:
                 break
         self.top_iterations = it
+        self.top_lambda = lam
         p, J = self.pmap(theta)
         r, Jr = self._theta_rows(theta)
         H = J.T @ P @ J + Jr.T @ Jr

@@ -224,6 +224,20 @@ class QualityGate:
         )
         return float("nan") if rep["overall"] is None else float(rep["overall"])
 
+    def on_change(self, t: float, t_change: float) -> GateEvent | None:
+        """A change of the robot was detected at log time ``t`` [s] (estimated to have happened at
+        ``t_change``): a pending candidate fitted on samples before it is dropped (a reject event) — it
+        would be scored on post-change samples against a published model that is just as stale, and it
+        blocks the post-change candidates for a whole hold-out. The published model stays until a
+        candidate beats it."""
+        if self._pending is None:
+            return None
+        spec, result, cand_t, u, worst = self._pending
+        self._pending, self._buf = None, []
+        reason = (f"superseded: a change of the robot was detected at t={t:.3f} s (from t≈{t_change:.3f} s) "
+                  "after this candidate")
+        return self._event(t, "reject", reason, np.nan, np.nan, u, cand_t, worst)
+
     def events_frame(self):
         import pandas as pd
 

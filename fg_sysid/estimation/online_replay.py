@@ -9,8 +9,9 @@ the gate is idle, and records
 * the parameter trajectory: t and every physical parameter with its marginal std, at most every
   ``record_period`` seconds of log time (physical values through the layout's map, std by the delta
   method ``sqrt(diag(J Σθ Jᵀ))``, J = dp/dθ);
-* the events: gate decisions (publish / reject) and stream problems (non-finite, repeated, out-of-order,
-  gap; estimator rejections);
+* the events: gate decisions (publish / reject), stream problems (non-finite, repeated, out-of-order,
+  gap; estimator rejections) and detected changes of the robot (``change``: the estimator's CUSUM alarm
+  and covariance reset, `online_change`; the gate then drops a candidate fitted before the change);
 * the wall-clock latency of every ``update`` call [s].
 
 With ``realtime`` the replay sleeps so that log time advances no faster than wall time.
@@ -165,7 +166,7 @@ def replay(
     rows, events, lat = [], [], []
     names = None
     last_row_t = -np.inf
-    counts = {"samples": stream.n_samples, "chunks": 0, "estimator_rejected": 0}
+    counts = {"samples": stream.n_samples, "chunks": 0, "estimator_rejected": 0, "changes_detected": 0}
     wall0 = time.perf_counter()
     t_first = None
     offered = None
@@ -196,6 +197,13 @@ def replay(
         for msg in out.rejected:
             counts["estimator_rejected"] += 1
             events.append({"t": t_new, "decision": "estimator-reject", "reason": str(msg)})
+        for change in getattr(out, "events", ()):  # a detected change of the robot (online_change)
+            counts["changes_detected"] += 1
+            events.append({"t": change.t, "decision": "change", "reason": change.message(),
+                           "candidate_t": change.t_change})
+            ev = gate.on_change(change.t, change.t_change)
+            if ev is not None:
+                events.append(ev.row())
         for ev in gate.observe(good):
             events.append(ev.row())
         if out.ready and out.theta is not None:
