@@ -41,7 +41,7 @@ import copy
 import dataclasses
 import os
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -51,11 +51,12 @@ from ..datasets.log import Log
 from .floating_smoother import GRAVITY, FloatingBaseSmoother
 from .online import OnlineEstimator, _blas_one_thread, _jsonable, _Samples
 from .online_elimination import KnotChain
+from .online_stream import Stream
 from .problem import Evaluation, Problem
 from .result import IdentificationResult
 from .solver import EstimationError
 
-__all__ = ["FloatingKnotChain", "FloatingOnlineEstimator", "FloatingStream", "read_floating_stream"]
+__all__ = ["FloatingKnotChain", "FloatingOnlineEstimator", "FloatingStream", "read_floating_stream", "samples_log"]
 
 #: The optional per-sample arrays of a floating-base stream: key -> (Log field, width).
 VECTOR_FIELDS = {"base_pos": 3, "base_quat": 4, "imu_gyro": 3, "imu_acc": 3, "imu_quat": 4}
@@ -549,3 +550,98 @@ def _with_live_weights(term, kind: str, arr):
     if getattr(orig, "depends_on_theta", False):
         evaluate.depends_on_theta = True
     return dataclasses.replace(term, evaluate=evaluate)
+
+
+# ---------------------------------------------------------------------------------------------- streams
+@dataclass(frozen=True)
+class FloatingStream(Stream):
+    """A `online_stream.Stream` with the floating-base columns (NaN allowed; judged per sample by the
+    estimator): ``columns`` {key of `VECTOR_FIELDS`: (N, 3 | 4)}, ``contacts`` {frame: (N,) float 0/1},
+    ``forces`` {frame: (N, 3) [N], world axes}."""
+
+    columns: dict = field(default_factory=dict)
+    contacts: dict = field(default_factory=dict)
+    forces: dict = field(default_factory=dict)
+
+    @classmethod
+    def from_log(cls, log: Log, robot) -> FloatingStream:
+        """A validated in-memory floating-base `Log` as a stream (benchmarks, tests)."""
+        base = Stream.from_log(log, robot)
+        cols = {k: np.asarray(getattr(log, k), float) for k in VECTOR_FIELDS if getattr(log, k) is not None}
+        return cls(*(getattr(base, f.name) for f in dataclasses.fields(Stream)), columns=cols,
+                   contacts={f: np.asarray(x, float) for f, x in log.contacts.items()},
+                   forces={f: np.asarray(x, float) for f, x in log.forces.items()
+                           if not np.isnan(np.asarray(x, float)).all()})
+
+    def chunk(self, start: int, stop: int) -> dict:
+        out = super().chunk(start, stop)
+        out.update({k: x[start:stop] for k, x in self.columns.items()})
+        out["contacts"] = {f: x[start:stop] for f, x in self.contacts.items()}
+        if self.forces:
+            out["forces"] = {f: x[start:stop] for f, x in self.forces.items()}
+        return out
+
+
+def read_floating_stream(path: str | os.PathLike, robot, *, bag_options=None, echo=None) -> FloatingStream:
+    """`online_stream.read_stream` for a floating-base robot: the joint columns by its rules, plus the
+    ``base.pos.*``, ``base.quat.*``, ``imu.gyro.*``, ``imu.acc.*``, ``imu.quat.*`` groups (each complete
+    or absent), ``contact.<frame>`` flags (required for the robot's contact frames) and
+    ``force.<frame>.{x,y,z}``. Values are not judged here (the estimator rejects bad samples one by one).
+    Raises `StreamError` naming the culprit column."""
+    from ..datasets.io import LogError, _read_any
+    from .online_stream import StreamError, _column, read_stream
+
+    base = read_stream(path, robot, bag_options=bag_options, echo=echo, floating_ok=True)
+    try:
+        df = _read_any(Path(path), bag_options, echo)
+    except LogError as e:
+        raise StreamError(str(e)) from None
+    groups = {"base_pos": ("base.pos", "xyz"), "base_quat": ("base.quat", "wxyz"),
+              "imu_gyro": ("imu.gyro", "xyz"), "imu_acc": ("imu.acc", "xyz"), "imu_quat": ("imu.quat", "wxyz")}
+    cols = {}
+    for key, (prefix, comps) in groups.items():
+        names = [f"{prefix}.{c}" for c in comps]
+        have = [c for c in names if c in df.columns]
+        if have and len(have) != len(names):
+            missing = [c for c in names if c not in df.columns]
+            raise StreamError(f"{path}: column {missing[0]!r} missing; group '{prefix}' needs all of {names}")
+        if have:
+            cols[key] = np.column_stack([_column(df, c, path) for c in names])
+    if ("base_pos" in cols) != ("base_quat" in cols):
+        raise StreamError(f"{path}: give both base.pos.* and base.quat.* columns, or neither")
+    contacts = {c[len("contact."):]: _column(df, c, path) for c in df.columns if c.startswith("contact.")}
+    frames = tuple(getattr(base.robot, "contact_frames", None) or contacts)
+    if not frames:
+        raise StreamError(f"{path}: no contact flags (contact.<frame> columns): robot {robot.name!r} has a "
+                          "floating base and its spec names no contact frames")
+    missing = [f for f in frames if f not in contacts]
+    if missing:
+        raise StreamError(f"{path}: column 'contact.{missing[0]}' missing (contact flags of the feet "
+                          f"{list(frames)} are needed for a floating base)")
+    forces = {}
+    for f in frames:
+        names = [f"force.{f}.{c}" for c in "xyz"]
+        if all(c in df.columns for c in names):
+            x = np.column_stack([_column(df, c, path) for c in names])
+            if not np.isnan(x).all():
+                forces[f] = x
+    return FloatingStream(*(getattr(base, fl.name) for fl in dataclasses.fields(Stream)), columns=cols,
+                          contacts={f: contacts[f] for f in frames}, forces=forces)
+
+
+def samples_log(chunks: list, robot, source: str = "online samples") -> Log:
+    """A `Log` (with the floating-base fields) from accepted sample dicts (`FloatingStream.chunk` format):
+    the replay's warm-up samples and the gate's hold-out."""
+    def cat(key):
+        xs = [c.get(key) for c in chunks]
+        return None if xs[0] is None else np.concatenate([np.asarray(x, float) for x in xs])
+
+    def cat_dict(key):
+        first = chunks[0].get(key) or {}
+        return {f: np.concatenate([np.asarray(c[key][f], float) for c in chunks]) for f in first}
+
+    contacts = {f: x > 0.5 for f, x in cat_dict("contacts").items()}
+    return Log(cat("t"), cat("q"), cat("v"), cat("tau"), tuple(robot.joint_names), source=source,
+               imu_gyro=cat("imu_gyro"), imu_acc=cat("imu_acc"), imu_quat=cat("imu_quat"),
+               base_pos=cat("base_pos"), base_quat=cat("base_quat"), contacts=contacts,
+               forces=cat_dict("forces"))
