@@ -87,6 +87,7 @@ class KnotChain:
         self._inv_key, self._inv = None, None
         self.top_iterations = 0
         self.top_tol = 1e-4  # convergence of the top Gauss–Newton: predicted decrease of ½χ²
+        self.top_tries = 8  # damping increases (×10 from 1e-6) per top iteration before giving up
         self.marginalized = 0
 
     # ------------------------------------------------------------------ set-up
@@ -496,7 +497,7 @@ class KnotChain:
             if pred < self.top_tol:
                 break  # converged: the (undamped) Newton decrement is below top_tol (χ²/2 units)
             accepted = False
-            for _ in range(8):  # Levenberg–Marquardt: λ·diag(H) until the cost decreases
+            for _ in range(self.top_tries):  # Levenberg–Marquardt: λ·diag(H) until the cost decreases
                 if lam > 0:
                     Hd = H.copy()
                     Hd[np.diag_indices(nt)] += lam * d

@@ -56,7 +56,8 @@ from .problem import Evaluation, Problem
 from .result import IdentificationResult
 from .solver import EstimationError
 
-__all__ = ["FloatingKnotChain", "FloatingOnlineEstimator", "FloatingStream", "read_floating_stream", "samples_log"]
+__all__ = ["FloatingKnotChain", "FloatingOnlineEstimator", "FloatingStream", "read_floating_stream",
+           "samples_log"]
 
 #: The optional per-sample arrays of a floating-base stream: key -> (Log field, width).
 VECTOR_FIELDS = {"base_pos": 3, "base_quat": 4, "imu_gyro": 3, "imu_acc": 3, "imu_quat": 4}
@@ -97,13 +98,20 @@ class FloatingKnotChain(KnotChain):
         super().__init__(est, sm, problem, cap)
         self.nf = sm.nf
         self.xl = np.zeros((cap, 3 * sm.nf))
+        # friction / armature in exp coordinates: far from the window's optimum (the warm-up's θ is shrunk and
+        # projected) the undamped step overshoots by orders of magnitude; allow damping up to λ = 1e13
+        self.top_tries = 20
+        self.pin = None  # (k, nθ) rows pinning the weakly determined θ directions at pin_ref (`_theta_rows`)
+        self.pin_ref = None
+        self.pin_on = True
 
     def _blocks(self) -> tuple:
         return (self.xq, self.xv, self.xa, self.xl)
 
     def _theta_rows(self, theta, jacobians: bool = True):
-        """Whitened rows of the θ-only terms (prior, symmetry, total mass); a hard total-mass / symmetry row
-        is a penalty with its σ_c × ``constraint_scale`` (`Problem.whitened`)."""
+        """Whitened rows of the θ-only terms (prior, symmetry, total mass; a hard total-mass / symmetry row
+        is a penalty with its σ_c × ``constraint_scale``, `Problem.whitened`), plus the pin rows of the weakly
+        determined directions when ``pin_on`` (`FloatingOnlineEstimator._update_pins`)."""
         probe = tuple(np.zeros((1, b.shape[1])) for b in self._blocks())
         ev = Evaluation(self.problem, probe, theta, jacobians, idx=[0])
         rs, Js = [], []
@@ -112,6 +120,9 @@ class FloatingKnotChain(KnotChain):
                 wb = self.problem.whitened(term, term.evaluate(ev, jacobians), ev)
                 rs.append(np.atleast_1d(wb.r))
                 Js.append(wb.Jt)
+        if self.pin_on and self.pin is not None and self.pin.shape[0]:
+            rs.append(self.pin @ (theta - self.pin_ref))
+            Js.append(self.pin)
         return np.concatenate(rs), (np.vstack(Js) if jacobians else None)
 
     def append(self, t, q, v, tau) -> None:
@@ -224,13 +235,16 @@ class FloatingOnlineEstimator(OnlineEstimator):
         constraint_scale: the window's constraint rows are penalties with std σ_c × this
             (`FloatingBaseSmoother.SIGMA_CONSTRAINT`: base wrench 0.05 N | N·m, contact velocity 2e-3 m/s,
             acceleration 0.05 m/s², height 1e-4 m).
+        pin_std: the weakly determined inertial directions (the batch's ``determined_std_ratio`` test) are
+            held at the prior mean with this std [prior stds] in the window's θ solve (`_update_pins`);
+        pin_period: the weak set is re-evaluated every this many seconds of log time [s].
     """
 
     FLOATING = True
 
     def __init__(self, robot, lag: float = 0.5, knot_rate: float = 200.0, forgetting=None,
                  warmup: float = 2.0, smoother_options: dict | None = None, verbose: bool = False,
-                 constraint_scale: float = 1.0, **kw):
+                 constraint_scale: float = 1.0, pin_std: float = 1e-3, pin_period: float = 1.0, **kw):
         if not robot.floating_base:
             raise EstimationError(f"FloatingOnlineEstimator: robot {robot.name!r} has a fixed base "
                                   "(use OnlineEstimator)")
@@ -239,12 +253,15 @@ class FloatingOnlineEstimator(OnlineEstimator):
             if opts.get(bad):
                 raise ValueError(f"smoother_options[{bad!r}] ({why}) is not supported by the online window")
         if opts.get("process_noise", "unprojected") != "unprojected":
-            raise ValueError("smoother_options['process_noise']: the online window supports 'unprojected' only")
+            raise ValueError("smoother_options['process_noise']: the online window supports 'unprojected' "
+                             "only")
         if not (np.isfinite(constraint_scale) and constraint_scale > 0):
             raise ValueError(f"constraint_scale must be a positive number, got {constraint_scale}")
         super().__init__(robot, lag=lag, knot_rate=knot_rate, forgetting=forgetting, warmup=warmup,
                          smoother_options=opts, verbose=verbose, **kw)
         self.constraint_scale = float(constraint_scale)
+        self.pin_std, self.pin_period = float(pin_std), float(pin_period)
+        self._pin_t = -np.inf
         frames = opts.get("contact_frames") or getattr(robot, "contact_frames", None) or None
         self.feet_ = None if frames is None else tuple(frames)
         self._has: dict | None = None  # which optional columns the stream carries (fixed by the first chunk)
@@ -333,7 +350,8 @@ class FloatingOnlineEstimator(OnlineEstimator):
                     c = s.contacts[i]
                     bad = ~((c == 0.0) | (c == 1.0))
                     if np.any(bad):
-                        culprit = f"contact flag of {self.feet_[int(np.argmax(bad))]} is {c[bad][0]!r}, not 0 or 1"
+                        foot = self.feet_[int(np.argmax(bad))]
+                        culprit = f"contact flag of {foot} is {c[bad][0]!r}, not 0 or 1"
                     elif s.forces is not None and not np.all(np.isfinite(s.forces[i])):
                         foot = self.feet_[int(np.argmax(~np.all(np.isfinite(s.forces[i]), axis=1)))]
                         culprit = f"NaN/inf in forces[{foot}]"
@@ -400,11 +418,15 @@ class FloatingOnlineEstimator(OnlineEstimator):
             warnings.simplefilter("ignore")
             sm.fit(log)
         self.smoother_ = sm
-        self.layout_ = sm.layout_
+        # the window's θ coordinates: the raw inertial parameters (the batch's stages 1–2), in which the
+        # inverse dynamics are linear; `result` shrinks weak directions and projects like the batch's end
+        win = self._win = copy.copy(sm)
+        theta0 = win._use_parameterization("raw", sm.layout_.to_physical(sm.result_.theta))
+        self.layout_ = win.layout_
         self.feet_ = tuple(sm.feet_)
         idx = sm._idx
         n = idx.size
-        self._build_floating_buffers(sm, n)
+        self._build_floating_buffers(win, n)
         # the warm-up knots' floating buffers (the batch's own per-knot arrays)
         self._run = np.zeros(sm.nf, int)
         for k in range(n):
@@ -415,12 +437,13 @@ class FloatingOnlineEstimator(OnlineEstimator):
                 mine[:n] = theirs
         if self._anchor_w is not None:
             self._anchor_w[0, :6] = 1.0 / sm.sigma_base_pos
-        p = self.layout_.to_physical(sm.result_.theta)
+        p = self.layout_.to_physical(theta0)
         self._mass = float(np.sum(self.layout_.split(p)[0][:, 0]))
-        self._chain = FloatingKnotChain(self, sm, self._problem, self._cap)
-        self._chain.start(log.t[idx], sm._qm, sm._vm, sm._taum, sm.states_, sm.result_.theta)
+        self._chain = FloatingKnotChain(self, win, self._problem, self._cap)
+        self._chain.start(log.t[idx], sm._qm, sm._vm, sm._taum, sm.states_, theta0)
         self._marginalize_old()
-        self._chain.solve()
+        self._update_pins()
+        self._chain.solve(max_iterations=50)
         self.theta_, self.theta_cov_ = self._chain.theta.copy(), self._chain.theta_cov.copy()
         self._last_knot_t = float(log.t[idx[-1]])
         self._tail_knots = int(np.ceil(self.relin_lag / (self._stride * self._dt))) + 1
@@ -431,7 +454,7 @@ class FloatingOnlineEstimator(OnlineEstimator):
 
     def _set_contact_weights(self, p: int, flags, cflags, cflags_prev) -> None:
         """Live contact weights of buffer position p (stance flag, settled-stance flag, previous knot's)."""
-        sm = self.smoother_
+        sm = self._win
         self._flags_b[p] = flags
         self._cflags_b[p] = cflags
         self._m3[p] = np.repeat(np.asarray(cflags, float), 3)
@@ -497,7 +520,65 @@ class FloatingOnlineEstimator(OnlineEstimator):
     # ------------------------------------------------------------------ streaming
     def _online_feed(self, s: _FSamples, msgs: list) -> dict:
         self._cur = s
-        return super()._online_feed(s, msgs)
+        out = super()._online_feed(s, msgs)
+        c = self._chain
+        if c.n and c.t_newest - self._pin_t >= self.pin_period:
+            self._update_pins()
+        return out
+
+    def _information(self, theta, pins: bool = False):
+        """θ information of the window at θ (states eliminated): Jᵀ T_pp J + J_rᵀ J_r (J = ∂p/∂θ, J_r the θ
+        rows; the pin rows only with ``pins``) — the inverse θ covariance of the batch's Gauss–Newton."""
+        c = self._chain
+        T = c.theta_information()
+        nt = c.nt
+        _, J = c.pmap(theta)
+        c.pin_on = pins
+        try:
+            _, Jr = c._theta_rows(theta)
+        finally:
+            c.pin_on = True
+        return J.T @ T[:nt, :nt] @ J + Jr.T @ Jr, Jr
+
+    def _weak_directions(self, theta):
+        """The batch's `FloatingBaseSmoother._shrink_weak_directions` test on the window: with S the θ
+        information (states eliminated, no pins), the inertial block's data information in prior-whitened
+        coordinates G = D (S_ii|other − P_ii) D (P the θ rows' information, D the prior stds); eigenvectors
+        whose posterior / prior std ratio (1 + μ)^(-1/2) exceeds ``determined_std_ratio`` are weak.
+        Returns U (n_inertial, k), orthonormal, or None when the ratio is None."""
+        ratio = self.smoother_.determined_std_ratio
+        if ratio is None:
+            return None
+        S, Jr = self._information(theta)
+        si = self.layout_.s_inertial
+        other = np.ones(theta.size, bool)
+        other[si] = False
+        S_ii = S[si, si] - S[si][:, other] @ np.linalg.solve(S[np.ix_(other, other)], S[other][:, si])
+        D = self._win._theta_std[si]
+        G = D[:, None] * (S_ii - (Jr.T @ Jr)[si, si]) * D[None, :]
+        mu, U = np.linalg.eigh(0.5 * (G + G.T))
+        return U[:, mu < 1.0 / ratio**2 - 1.0]
+
+    def _update_pins(self) -> None:
+        """Pin the weakly determined inertial directions at the prior mean in the window's θ solve: rows
+        Uᵀ D⁻¹ (θ_i − θ̄_i) / ``pin_std`` (U from `_weak_directions` at the current θ). The batch smoother
+        shrinks the same directions to the prior mean at the end of its fit; online, a window's MAP moves
+        along them by many prior stds on a short stance log (MuJoCo B1 sway: 120 of 130 directions weak
+        after 0.8 s, the free window optimum 7 prior stds away and its held-out error 0.79 vs 0.10 pinned),
+        and the undamped state steps that follow diverge. The set is re-evaluated every ``pin_period``
+        seconds of log time: directions become determined as data arrive."""
+        c = self._chain
+        self._pin_t = c.t_newest
+        U = self._weak_directions(c.theta)
+        if U is None:
+            c.pin = None
+            return
+        si = self.layout_.s_inertial
+        D = self._win._theta_std[si]
+        pin = np.zeros((U.shape[1], c.nt))
+        pin[:, si] = U.T / D[None, :] / self.pin_std
+        c.pin, c.pin_ref = pin, self._win._theta_bar.copy()
+        self.weak_directions_ = int(U.shape[1])
 
     def window_states(self) -> dict:
         """The window's smoothed knot states: ``t``, ``q`` (nq: base pose + joints), ``v``, ``a`` (nv),
@@ -510,29 +591,46 @@ class FloatingOnlineEstimator(OnlineEstimator):
         return {"t": c.t[c.o:c.o + c.n].copy(), "q": x[0], "v": x[1], "a": x[2], "lam": x[3]}
 
     def result(self) -> IdentificationResult:
-        """An `IdentificationResult` at the current θ (window covariance and trajectory; joint-row
-        inverse-dynamics residuals with the window's contact forces)."""
+        """An `IdentificationResult` of the window, finished like the batch smoother's fit: the window's MAP
+        θ (raw inertial coordinates) with the weakly determined inertial directions back at the prior mean
+        (`_shrink`, the batch's ``determined_std_ratio``), projected onto the physically consistent set in
+        the requested parameterization; covariance mapped by the delta method; joint-row
+        inverse-dynamics residuals with the window's contact forces."""
         if not self.ready:
             raise EstimationError("the online estimator is still in warm-up: no result yet")
-        sm, c = self.smoother_, self._chain
+        sm, win, c = self.smoother_, self._win, self._chain
         with _blas_one_thread():
+            self._update_pins()
             c.solve(max_iterations=50)
-        self.theta_, self.theta_cov_ = c.theta.copy(), c.theta_cov.copy()
+            self.theta_, self.theta_cov_ = c.theta.copy(), c.theta_cov.copy()
+            theta_raw = self.theta_.copy()
+            U = self._weak_directions(theta_raw)
+            if U is not None:  # what the pins leave of the weak components goes too (exactly the batch's end)
+                si, win = self.layout_.s_inertial, self._win
+                D = win._theta_std[si]
+                dw = (theta_raw[si] - win._theta_bar[si]) / D
+                theta_raw[si] = win._theta_bar[si] + D * (dw - U @ (U.T @ dw))
+            cov_raw = np.linalg.inv(self._information(theta_raw)[0])  # without pins: the batch's covariance
+        lay = sm.layout_  # the requested parameterization
+        theta, _ = lay.to_theta_projected(self.layout_.to_physical(theta_raw), sm._p_bar)
+        A = np.linalg.solve(lay.jacobian(theta), self.layout_.jacobian(theta_raw))  # dθ_req / dθ_raw
+        cov = A @ cov_raw @ A.T
         st = self.window_states()
         sl = slice(c.o, c.o + c.n)
-        r = sm.id_factor(st["q"], st["v"], st["a"], st["lam"], self.theta_, self._taum[sl], jacobians=False)[0]
+        r = win.id_factor(st["q"], st["v"], st["a"], st["lam"], theta_raw, self._taum[sl], jacobians=False)[0]
         iv = self._iv
         r = r[:, iv] * self._tau_mask[sl][:, iv]
         return IdentificationResult.build(
-            layout=self.layout_, theta=self.theta_, theta_cov=self.theta_cov_,
+            layout=lay, theta=theta, theta_cov=0.5 * (cov + cov.T),
             theta_prior=(sm._theta_bar, sm._theta_std), t=st["t"], q=st["q"], v=st["v"], a=st["a"],
             history=[], converged=True, seconds=self._seconds, noise=sm.noise_.as_dict(),
             method="online", knots=int(c.n), id_residual=r,
             measured_joints=[j for j, m in zip(self.robot.joint_names, self._tau_measured, strict=True) if m],
             extras={"online": {"lag": self.lag, "knot_rate": self.knot_rate,
                                "forgetting": _jsonable(self.forgetting), "updates": self.n_updates_,
-                               "constraint_scale": self.constraint_scale},
-                    "floating_base": {"contact_frames": list(self.feet_), "contact_radius": sm.radius_}})
+                               "constraint_scale": self.constraint_scale,
+                               "weak_directions_at_prior": getattr(self, "weak_directions_", 0)},
+                    "floating_base": {"contact_frames": list(self.feet_), "contact_radius": win.radius_}})
 
 
 def _with_live_weights(term, kind: str, arr):
@@ -597,7 +695,8 @@ def read_floating_stream(path: str | os.PathLike, robot, *, bag_options=None, ec
     except LogError as e:
         raise StreamError(str(e)) from None
     groups = {"base_pos": ("base.pos", "xyz"), "base_quat": ("base.quat", "wxyz"),
-              "imu_gyro": ("imu.gyro", "xyz"), "imu_acc": ("imu.acc", "xyz"), "imu_quat": ("imu.quat", "wxyz")}
+              "imu_gyro": ("imu.gyro", "xyz"), "imu_acc": ("imu.acc", "xyz"),
+              "imu_quat": ("imu.quat", "wxyz")}
     cols = {}
     for key, (prefix, comps) in groups.items():
         names = [f"{prefix}.{c}" for c in comps]

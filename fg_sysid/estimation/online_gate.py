@@ -160,7 +160,8 @@ class QualityGate:
             from .floating_smoother import FloatingBaseSmoother
 
             par = inspect.signature(FloatingBaseSmoother).parameters  # the floating smoother's own SG filter
-            self.sg_filter = {"window_s": float(par["sg_window_s"].default), "polyorder": int(par["sg_order"].default),
+            self.sg_filter = {"window_s": float(par["sg_window_s"].default),
+                              "polyorder": int(par["sg_order"].default),
                               "chosen_by": "the floating-base smoother's default SG filter"}
         if self.sg_filter is None:
             with warnings.catch_warnings():
