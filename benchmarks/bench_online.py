@@ -177,7 +177,7 @@ def main() -> None:
     ap.add_argument("--no-batch", action="store_true")
     ap.add_argument("--forgetting", type=float, default=None, help="θ random-walk std per √s (default: none)")
     ap.add_argument("--floating", action="store_true", help="also the B1 row (10 s, 0.5 s lag, no batch)")
-    ap.add_argument("--out", default="benchmarks/results/online.csv")
+    ap.add_argument("--out", default=None, help="CSV (default benchmarks/results/online.csv; b1: online_b1.csv)")
     a = ap.parse_args()
     def arg(x, fixed, floating):
         return x if x is not None else (floating if a.robot == "b1" else fixed)
@@ -192,6 +192,7 @@ def main() -> None:
     if a.floating:
         rows.append(run_floating(10.0, 0.5, 0.005, False, 2.0))
     df = pd.DataFrame(rows)
+    a.out = a.out or f"benchmarks/results/online{'_b1' if a.robot == 'b1' else ''}.csv"
     Path(a.out).parent.mkdir(parents=True, exist_ok=True)
     df.to_csv(a.out, index=False)
     with pd.option_context("display.max_columns", None, "display.width", 200):

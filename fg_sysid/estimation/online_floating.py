@@ -104,6 +104,19 @@ class FloatingKnotChain(KnotChain):
         self.pin = None  # (k, nθ) rows pinning the weakly determined θ directions at pin_ref (`_theta_rows`)
         self.pin_ref = None
         self.pin_on = True
+        self.max_theta_step = np.inf  # per `solve`, in prior stds (`FloatingOnlineEstimator.max_theta_step`)
+
+    def solve(self, backsub: int | None = None, max_iterations: int = 5) -> None:
+        """`KnotChain.solve`, the θ change limited to ``max_theta_step`` prior stds (max norm): θ ← θ₀ + α (θ −
+        θ₀), the covariance kept, the back substitution redone at the limited θ."""
+        th0 = None if self.theta is None else self.theta.copy()
+        super().solve(backsub=backsub, max_iterations=max_iterations)
+        if th0 is None or not np.isfinite(self.max_theta_step):
+            return
+        d = float(np.max(np.abs(self.theta - th0) / self.theta_std, initial=0.0))
+        if d > self.max_theta_step:
+            self.theta = th0 + (self.max_theta_step / d) * (self.theta - th0)
+            self.back_substitute(self.n if backsub is None else min(int(backsub), self.n))
 
     def _blocks(self) -> tuple:
         return (self.xq, self.xv, self.xa, self.xl)
@@ -237,15 +250,21 @@ class FloatingOnlineEstimator(OnlineEstimator):
             acceleration 0.05 m/s², height 1e-4 m).
         pin_std: the weakly determined inertial directions (the batch's ``determined_std_ratio`` test) get a
             second prior at the prior mean with this std [prior stds] in the window's θ solve
-            (`_update_pins`); warm-ups shorter than ~0.8 s may need 0.3;
+            (`_update_pins`; streaming only: `result` solves the window's free MAP);
         pin_period: the weak set is re-evaluated every this many seconds of log time [s].
+        max_theta_step: largest θ change per update [prior stds, max norm]. The window's optimum can lie
+            several prior stds from the warm-up's θ (which the batch shrank and projected); reached in one
+            step, the state estimates follow by ~100 N of contact force and the relinearized knots diverge
+            (MuJoCo B1, 200 Hz knots, 1 s warm-up); in steps of 0.5 σ it is reached within a few dozen
+            updates. `result` solves fully (and restores the streaming state).
     """
 
     FLOATING = True
 
     def __init__(self, robot, lag: float = 0.5, knot_rate: float = 200.0, forgetting=None,
                  warmup: float = 2.0, smoother_options: dict | None = None, verbose: bool = False,
-                 constraint_scale: float = 1.0, pin_std: float = 1.0, pin_period: float = 1.0, **kw):
+                 constraint_scale: float = 1.0, pin_std: float = 0.3, pin_period: float = 1.0,
+                 max_theta_step: float = 0.5, **kw):
         if not robot.floating_base:
             raise EstimationError(f"FloatingOnlineEstimator: robot {robot.name!r} has a fixed base "
                                   "(use OnlineEstimator)")
@@ -262,6 +281,7 @@ class FloatingOnlineEstimator(OnlineEstimator):
                          smoother_options=opts, verbose=verbose, **kw)
         self.constraint_scale = float(constraint_scale)
         self.pin_std, self.pin_period = float(pin_std), float(pin_period)
+        self.max_theta_step = float(max_theta_step)
         self._pin_t = -np.inf
         frames = opts.get("contact_frames") or getattr(robot, "contact_frames", None) or None
         self.feet_ = None if frames is None else tuple(frames)
@@ -441,6 +461,7 @@ class FloatingOnlineEstimator(OnlineEstimator):
         p = self.layout_.to_physical(theta0)
         self._mass = float(np.sum(self.layout_.split(p)[0][:, 0]))
         self._chain = FloatingKnotChain(self, win, self._problem, self._cap)
+        self._chain.max_theta_step = self.max_theta_step
         self._chain.start(log.t[idx], sm._qm, sm._vm, sm._taum, sm.states_, theta0)
         self._marginalize_old()
         self._update_pins()
@@ -516,7 +537,29 @@ class FloatingOnlineEstimator(OnlineEstimator):
         for i, term in enumerate(problem.terms):
             if term.name in live:
                 problem.terms[i] = _with_live_weights(term, *live[term.name])
+            elif term.name == "symmetry" and self._win._symmetry is not None and not os.environ.get("S6_NOFAST"):
+                problem.terms[i] = self._fast_symmetry()
         return problem
+
+    def _fast_symmetry(self):
+        """The symmetry rows of `FloatingBaseSmoother._parameter_row_functions` (raw differences
+        p_left − R p_right, `factors.parameter_priors.symmetry_residual` × σ) from the chain's cached
+        (p, ∂p/∂θ) and index arrays computed once (the factor recomputes its indices per call: ~5 ms of
+        every update's top solve on the B1)."""
+        from . import terms
+
+        win = self._win
+        lay, std, hard = win.layout_, win._sym_std, win.symmetry_std <= 0
+        li, ri, sg = win._symmetry.indices(lay)
+
+        def rows(th, jac):
+            if not jac:
+                p = lay.to_physical(th)
+                return p[li] - sg * p[ri], None
+            p, D = self._chain.pmap(th)
+            return p[li] - sg * p[ri], D[li] - sg[:, None] * D[ri]
+
+        return terms.theta_rows("symmetry", rows, std, hard)
 
     # ------------------------------------------------------------------ streaming
     def _online_feed(self, s: _FSamples, msgs: list) -> dict:
@@ -561,16 +604,17 @@ class FloatingOnlineEstimator(OnlineEstimator):
         return U[:, mu < 1.0 / ratio**2 - 1.0]
 
     def _update_pins(self) -> None:
-        """Pin the weakly determined inertial directions towards the prior mean in the window's θ solve: rows
+        """Pin the weakly determined inertial directions towards the prior mean in the streaming θ solve: rows
         Uᵀ D⁻¹ (θ_i − θ̄_i) / ``pin_std`` (U from `_weak_directions` at the current θ; a second prior of
         ``pin_std`` prior stds along them). The batch smoother resets the same directions to the prior mean
-        at the end of its fit (and `result` does too); online, the window's θ can run along them by many
-        prior stds right after a short warm-up, and the undamped state steps that follow diverge. Measured
-        (MuJoCo B1 sway, 2.4 s, 100 Hz knots; tests/test_online_floating.py): 0.6 s warm-up and no
-        marginalization: diverged with pin_std 1 (7 prior stds of drift), stable with 0.3 (held-out
-        0.103); 0.8 s warm-up: stable with pin_std 1 or without pins, held-out 0.0966 (batch 0.0970) where
-        pin_std 0.1–0.3 gave 0.107 (pinned directions bias the determined ones). The set is re-evaluated
-        every ``pin_period`` seconds of log time: directions become determined as data arrive."""
+        at the end of its fit (`result` does too, after the window's free MAP); while streaming, θ can run
+        along them by many prior stds (trading with the contact forces) and the relinearized knots diverge.
+        Measured (MuJoCo B1 sway; tests/test_online_floating.py, `benchmarks/bench_online.py`): 200 Hz
+        knots, 1 s warm-up: diverged with pin_std 1 (even with ``max_theta_step`` 0.5 and more
+        relinearization), stable with 0.3; 100 Hz knots, 0.6 s warm-up: the same. Pinning `result`'s θ too
+        cost held-out accuracy (0.107 with pins vs 0.0966 free-then-shrunk, batch 0.0970), so `result`
+        solves without pins. The set is re-evaluated every ``pin_period`` seconds of log time: directions
+        become determined as data arrive."""
         c = self._chain
         self._pin_t = c.t_newest
         U = self._weak_directions(c.theta)
@@ -595,8 +639,8 @@ class FloatingOnlineEstimator(OnlineEstimator):
         return {"t": c.t[c.o:c.o + c.n].copy(), "q": x[0], "v": x[1], "a": x[2], "lam": x[3]}
 
     def result(self) -> IdentificationResult:
-        """An `IdentificationResult` of the window, finished like the batch smoother's fit: the window's MAP
-        θ (raw inertial coordinates) with the weakly determined inertial directions back at the prior mean
+        """An `IdentificationResult` of the window, finished like the batch smoother's fit: the window's free
+        MAP θ (raw inertial coordinates, no pins, no step limit; the streaming state is restored after) with the weakly determined inertial directions back at the prior mean
         (`_shrink`, the batch's ``determined_std_ratio``), projected onto the physically consistent set in
         the requested parameterization; covariance mapped by the delta method; joint-row
         inverse-dynamics residuals with the window's contact forces."""
@@ -605,9 +649,16 @@ class FloatingOnlineEstimator(OnlineEstimator):
         sm, win, c = self.smoother_, self._win, self._chain
         with _blas_one_thread():
             self._update_pins()
-            c.solve(max_iterations=50)
-            self.theta_, self.theta_cov_ = c.theta.copy(), c.theta_cov.copy()
-            theta_raw = self.theta_.copy()
+            saved = (c.theta.copy(), c.theta_cov.copy(), c.dx.copy(), c.max_theta_step)
+            c.max_theta_step, c.pin_on = np.inf, False  # the window's free MAP, as the batch's stage 2
+            try:
+                c.solve(max_iterations=50)
+                theta_raw, theta_cov = c.theta.copy(), c.theta_cov.copy()
+                st = self.window_states()
+            finally:  # the stream goes on from its own (pinned, step-limited) state
+                c.theta, c.theta_cov, c.dx, c.max_theta_step = saved
+                c.pin_on = True
+            self.theta_, self.theta_cov_ = theta_raw.copy(), theta_cov
             U = self._weak_directions(theta_raw)
             if U is not None:  # what the pins leave of the weak components goes too (exactly the batch's end)
                 si, win = self.layout_.s_inertial, self._win
@@ -619,7 +670,6 @@ class FloatingOnlineEstimator(OnlineEstimator):
         theta, _ = lay.to_theta_projected(self.layout_.to_physical(theta_raw), sm._p_bar)
         A = np.linalg.solve(lay.jacobian(theta), self.layout_.jacobian(theta_raw))  # dθ_req / dθ_raw
         cov = A @ cov_raw @ A.T
-        st = self.window_states()
         sl = slice(c.o, c.o + c.n)
         r = win.id_factor(st["q"], st["v"], st["a"], st["lam"], theta_raw, self._taum[sl], jacobians=False)[0]
         iv = self._iv
