@@ -177,7 +177,8 @@ def main() -> None:
     ap.add_argument("--no-batch", action="store_true")
     ap.add_argument("--forgetting", type=float, default=None, help="θ random-walk std per √s (default: none)")
     ap.add_argument("--floating", action="store_true", help="also the B1 row (10 s, 0.5 s lag, no batch)")
-    ap.add_argument("--out", default=None, help="CSV (default benchmarks/results/online.csv; b1: online_b1.csv)")
+    ap.add_argument("--out", default=None,
+                    help="CSV (default benchmarks/results/online.csv; b1: online_b1.csv)")
     a = ap.parse_args()
     def arg(x, fixed, floating):
         return x if x is not None else (floating if a.robot == "b1" else fixed)

@@ -107,8 +107,8 @@ class FloatingKnotChain(KnotChain):
         self.max_theta_step = np.inf  # per `solve`, in prior stds (`FloatingOnlineEstimator.max_theta_step`)
 
     def solve(self, backsub: int | None = None, max_iterations: int = 5) -> None:
-        """`KnotChain.solve`, the θ change limited to ``max_theta_step`` prior stds (max norm): θ ← θ₀ + α (θ −
-        θ₀), the covariance kept, the back substitution redone at the limited θ."""
+        """`KnotChain.solve`, the θ change limited to ``max_theta_step`` prior stds (max norm):
+        θ ← θ₀ + α (θ − θ₀), the covariance kept, the back substitution redone at the limited θ."""
         th0 = None if self.theta is None else self.theta.copy()
         super().solve(backsub=backsub, max_iterations=max_iterations)
         if th0 is None or not np.isfinite(self.max_theta_step):
@@ -537,7 +537,7 @@ class FloatingOnlineEstimator(OnlineEstimator):
         for i, term in enumerate(problem.terms):
             if term.name in live:
                 problem.terms[i] = _with_live_weights(term, *live[term.name])
-            elif term.name == "symmetry" and self._win._symmetry is not None and not os.environ.get("S6_NOFAST"):
+            elif term.name == "symmetry" and self._win._symmetry is not None:
                 problem.terms[i] = self._fast_symmetry()
         return problem
 
@@ -640,7 +640,8 @@ class FloatingOnlineEstimator(OnlineEstimator):
 
     def result(self) -> IdentificationResult:
         """An `IdentificationResult` of the window, finished like the batch smoother's fit: the window's free
-        MAP θ (raw inertial coordinates, no pins, no step limit; the streaming state is restored after) with the weakly determined inertial directions back at the prior mean
+        MAP θ (raw inertial coordinates, no pins, no step limit; the streaming state is restored after) with
+        the weakly determined inertial directions back at the prior mean
         (`_shrink`, the batch's ``determined_std_ratio``), projected onto the physically consistent set in
         the requested parameterization; covariance mapped by the delta method; joint-row
         inverse-dynamics residuals with the window's contact forces."""
