@@ -20,6 +20,14 @@ of the batch `floating_smoother.FloatingBaseSmoother` (paper 004 Sec. III-B, IV-
 * **Linearity in p**: the inverse-dynamics rows (joint and base) are linear in the physical parameters p
   (τ = Y(q, v, a) π + friction + armature − Σ J_fᵀ λ_f), so the chain's information stays exact in p.
 
+* **θ coordinates**: the raw inertial parameters (the batch's stages 1–2; the inverse dynamics are linear
+  in them), friction and armature exp-positive. While streaming, the weakly determined inertial directions
+  (the batch's ``determined_std_ratio`` test on the window's information) get a second prior at the prior
+  mean (``pin_std``) and θ moves at most ``max_theta_step`` prior stds per update: without them the window
+  diverged on MuJoCo B1 logs (`FloatingOnlineEstimator._update_pins`). `result` is finished like the batch
+  fit: the window's free MAP, weak directions reset to the prior mean, projection onto the physically
+  consistent set in the requested parameterization (log-Cholesky by default).
+
 **Warm-up**: the first ``warmup`` seconds are fitted by `FloatingBaseSmoother` (knot stride
 round(sample rate / knot_rate)); its knots start the window and the samples after its last knot are fed
 online. From then on every update reads only the samples given so far.
@@ -641,9 +649,9 @@ class FloatingOnlineEstimator(OnlineEstimator):
     def result(self) -> IdentificationResult:
         """An `IdentificationResult` of the window, finished like the batch smoother's fit: the window's free
         MAP θ (raw inertial coordinates, no pins, no step limit; the streaming state is restored after) with
-        the weakly determined inertial directions back at the prior mean
-        (`_shrink`, the batch's ``determined_std_ratio``), projected onto the physically consistent set in
-        the requested parameterization; covariance mapped by the delta method; joint-row
+        the weakly determined inertial directions back at the prior mean (`_weak_directions`, the batch's
+        ``determined_std_ratio``), projected onto the physically consistent set in the requested
+        parameterization; covariance mapped by the delta method; joint-row
         inverse-dynamics residuals with the window's contact forces."""
         if not self.ready:
             raise EstimationError("the online estimator is still in warm-up: no result yet")
