@@ -235,6 +235,8 @@ def test_bad_samples_are_rejected_and_the_run_continues(b1, b1_logs):
     del s["base_pos"], s["base_quat"]
     with pytest.raises(ValueError, match="without \\['base_pos', 'base_quat'\\]"):
         est.update(s)
+    with pytest.raises(ValueError, match="only the fixed-lag estimator supports floating bases"):
+        make_estimator("windowed", b1, lag=0.5, knot_rate=KNOTS, forgetting=None, warmup=1.0)
     with pytest.raises(ValueError, match="impacts"):
         FloatingOnlineEstimator(b1, smoother_options={"impacts": True})
     with pytest.raises(EstimationError, match="FloatingOnlineEstimator"):

@@ -78,6 +78,9 @@ def make_estimator(
         kind = avail[0]
     if kind not in avail:
         raise ValueError(f"estimator {kind!r} is not available (available: {', '.join(avail)})")
+    if robot.floating_base and kind != "fixed-lag":
+        raise ValueError(f"estimator {kind!r}: robot {robot.name!r} has a floating base; only the fixed-lag "
+                         "estimator supports floating bases (online_floating.FloatingOnlineEstimator)")
     if kind == "fixed-lag" and robot.floating_base:  # the same window over the floating term set
         from .online_floating import FloatingOnlineEstimator as Est
     elif kind == "fixed-lag":
