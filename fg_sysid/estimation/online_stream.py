@@ -91,14 +91,13 @@ def _column(df, col: str, path) -> np.ndarray:
 
 def read_stream(path: str | os.PathLike, robot: RobotModel, *, bag_options=None, echo=None,
                 floating_ok: bool = False) -> Stream:
-    """Read ``path`` as a stream for ``robot``. Raises `StreamError` on unusable columns. A floating-base
-    robot gets a `online_floating.FloatingStream` (base pose, IMU, contact and force columns too;
-    ``floating_ok``: the joint columns only, for that reader)."""
+    """Read ``path`` as a stream for ``robot``. Raises `StreamError` on unusable columns. Floating-base
+    robots: `online_floating.read_floating_stream` (base pose, IMU, contact and force columns too), which
+    reads the joint columns here with ``floating_ok``."""
     path = Path(path)
     if robot.floating_base and not floating_ok:
-        from .online_floating import read_floating_stream
-
-        return read_floating_stream(path, robot, bag_options=bag_options, echo=echo)
+        raise StreamError(f"robot {robot.name!r} has a floating base: read its log with "
+                          "online_floating.read_floating_stream (fg-sysid online does)")
     try:
         df = _read_any(path, bag_options, echo)
     except LogError as e:
