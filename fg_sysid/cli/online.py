@@ -179,6 +179,8 @@ def online_cmd(
         )
     robot = load_robot_or_fail(robot_name)
     try:
+        if robot.floating_base:  # + base pose, IMU, contact and force columns (issue 13, online_floating)
+            from ..estimation.online_floating import read_floating_stream as read_stream
         stream = read_stream(log_path, robot)
     except StreamError as e:
         fail(str(e))

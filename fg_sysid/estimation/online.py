@@ -46,8 +46,8 @@ with the next sample. A gap longer than ``max_gap`` knot periods restarts the ch
 are marginalized out and the next knot starts a new segment with the θ marginal as its only prior.
 
 Units: SI; q [rad | m], v [rad/s | m/s], a [rad/s² | m/s²], τ [N·m | N], t [s]; θ in the layout's
-unconstrained coordinates (`layout.ParameterLayout`). Fixed bases only for now (floating bases raise
-`EstimationError`).
+unconstrained coordinates (`layout.ParameterLayout`). Fixed bases here; floating bases (contacts, IMU,
+base pose on SE(3)): the subclass `online_floating.FloatingOnlineEstimator`.
 """
 
 from __future__ import annotations
@@ -188,16 +188,17 @@ class OnlineEstimator:
             once per this many seconds of log (None: only in `refine`).
     """
 
+    FLOATING = False  # floating bases: the subclass `online_floating.FloatingOnlineEstimator`
+
     def __init__(self, robot: RobotModel, lag: float = 1.0, knot_rate: float = 200.0, forgetting=None,
                  warmup: float = 5.0, smoother_options: dict | None = None, verbose: bool = False,
                  max_gap: float = 5.0, max_relinearize: int = 2, relin_x=(1e-2, 1e-1, 1.0),
                  relin_theta: float = 0.1, relin_lag: float = 0.05, top_iterations: int = 2,
                  change_detection=True, reanchor_period: float | None = None):
-        if robot.floating_base:
+        if robot.floating_base and not self.FLOATING:
             raise EstimationError(
-                f"OnlineEstimator: robot {robot.name!r} has a floating base; the online window supports "
-                "fixed bases only (the floating term set — contacts, IMU, base wrench constraints — is not "
-                "wired into the incremental elimination yet)")
+                f"OnlineEstimator: robot {robot.name!r} has a floating base; use "
+                "online_floating.FloatingOnlineEstimator (make_estimator routes floating robots there)")
         for name, val in (("lag", lag), ("knot_rate", knot_rate), ("warmup", warmup), ("max_gap", max_gap)):
             if not (np.isfinite(val) and val > 0):
                 raise ValueError(f"{name} must be a positive number, got {val}")

@@ -88,6 +88,7 @@ class KnotChain:
         self.top_iterations = 0
         self.top_tol = 1e-4  # convergence of the top Gauss–Newton: predicted decrease of ½χ²
         self.top_lambda = 0.0  # Levenberg–Marquardt damping of the top, carried from update to update
+        self.top_tries = self.TOP_TRIALS  # damping trials per top iteration before giving up
         self.marginalized = 0
 
     # ------------------------------------------------------------------ set-up
@@ -101,7 +102,8 @@ class KnotChain:
             est._vm[:n] = v
         est._taum[:n] = np.where(est._tau_mask[:n], np.nan_to_num(tau), 0.0)
         est._h[:n - 1] = np.diff(t)
-        self.xq[:n], self.xv[:n], self.xa[:n] = x
+        for blk, xi in zip(self._blocks(), x, strict=True):
+            blk[:n] = xi
         self.thbar[:n] = theta
         self.o, self.n = 0, n
         self.theta = np.asarray(theta, float).copy()
@@ -151,15 +153,20 @@ class KnotChain:
         return np.concatenate(rs), (np.vstack(Js) if jacobians else None)
 
     # ------------------------------------------------------------------ linearization
+    def _blocks(self) -> tuple:
+        """The per-knot state buffers (linearization points), in the problem's block order: (q, v, a) here;
+        a subclass adds blocks (the floating base's contact forces λ, `online_floating`)."""
+        return (self.xq, self.xv, self.xa)
+
     def _x(self, p):
-        return (self.xq[p], self.xv[p], self.xa[p])
+        return tuple(b[p] for b in self._blocks())
 
     def _linearize_knot(self, j: int) -> None:
         """Gram blocks of the knot factors at window knot j, at (x̄_j, θ̄_j)."""
         p = self.o + j
         nx, nt = self.nx, self.nt
         th = self.thbar[p]
-        x = tuple(b[p:p + 1] for b in (self.xq, self.xv, self.xa))
+        x = tuple(b[p:p + 1] for b in self._blocks())
         ev = Evaluation(self.problem, x, th, True, idx=[p])
         Kx = np.zeros((nx, nx + nt + 1))
         brows, cc = [], 0.0
@@ -195,7 +202,7 @@ class KnotChain:
         """Gram blocks of the pair factors (j, j+1) at (x̄_j, x̄_{j+1})."""
         p = self.o + j
         nx = self.nx
-        x = tuple(b[p:p + 2] for b in (self.xq, self.xv, self.xa))
+        x = tuple(b[p:p + 2] for b in self._blocks())
         ev = Evaluation(self.problem, x, self.thbar[p], True, idx=[p, p + 1])
         Px = np.zeros((nx, 2 * nx + 1))
         Py = np.zeros((nx, nx + 1))
@@ -257,14 +264,13 @@ class KnotChain:
 
     def estimate(self, p: int):
         """x̂ = x̄ ⊕ δx at buffer position p."""
-        x = retract_states(self.problem.space, tuple(b[p:p + 1] for b in (self.xq, self.xv, self.xa)),
-                           self.dx[p:p + 1])
-        return x[0][0], x[1][0], x[2][0]
+        x = retract_states(self.problem.space, tuple(b[p:p + 1] for b in self._blocks()), self.dx[p:p + 1])
+        return tuple(xi[0] for xi in x)
 
     def states(self, sl: slice) -> tuple:
         """(q, v, a) of window knots ``sl`` (copies; δx of the last back substitution that reached them)."""
         a, b = self.o + sl.start, self.o + sl.stop
-        return retract_states(self.problem.space, (self.xq[a:b], self.xv[a:b], self.xa[a:b]), self.dx[a:b])
+        return retract_states(self.problem.space, tuple(blk[a:b] for blk in self._blocks()), self.dx[a:b])
 
     def marginalize_oldest(self) -> float:
         """Drop window knot 0: the running factor its elimination leaves on (x_1, θ) — the exact Schur
@@ -434,8 +440,8 @@ class KnotChain:
             return
         for j in js:
             p = self.o + j
-            q, v, a = self.estimate(p)
-            self.xq[p], self.xv[p], self.xa[p] = q, v, a
+            for blk, val in zip(self._blocks(), self.estimate(p), strict=True):
+                blk[p] = val
             self.dx[p] = 0.0
             self.thbar[p] = self.theta
             self._linearize_knot(j)
@@ -566,7 +572,7 @@ class KnotChain:
                     accepted, step, pred = True, alpha * step, alpha * pred
                     lam = 0.0
                     break
-            for _ in range(0 if accepted else self.TOP_TRIALS):  # Levenberg–Marquardt: λ·diag(H)
+            for _ in range(0 if accepted else self.top_tries):  # Levenberg–Marquardt: λ·diag(H)
                 if lam > 0:
                     Hd = H.copy()
                     Hd[np.diag_indices(nt)] += lam * d

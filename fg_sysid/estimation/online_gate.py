@@ -154,6 +154,15 @@ class QualityGate:
 
         from .baseline import LeastSquaresSG
 
+        if self.sg_filter is None and self.robot.floating_base:  # no LS-SG baseline for floating bases
+            import inspect
+
+            from .floating_smoother import FloatingBaseSmoother
+
+            par = inspect.signature(FloatingBaseSmoother).parameters  # the floating smoother's own SG filter
+            self.sg_filter = {"window_s": float(par["sg_window_s"].default),
+                              "polyorder": int(par["sg_order"].default),
+                              "chosen_by": "the floating-base smoother's default SG filter"}
         if self.sg_filter is None:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
@@ -208,6 +217,10 @@ class QualityGate:
         keep = t > cand_t
         if keep.any():
             self._buf.append((t[keep], q[keep], None if v is None else v[keep], tau[keep]))
+            if self.robot.floating_base:  # the base pose, IMU, contact and force columns too
+                from .online_stream import select
+
+                self._buf[-1] = (*self._buf[-1], select(samples, keep))
         if not self._buf:
             return []
         span = self._buf[-1][0][-1] - cand_t
@@ -265,6 +278,10 @@ class QualityGate:
             joint_names=tuple(self.robot.joint_names),
             source=f"hold-out after t={cand_t:.6g} s",
         )
+        if self.robot.floating_base:
+            from .online_floating import samples_log
+
+            log = samples_log([b[4] for b in self._buf], self.robot, source=log.source)
         self._buf = []
         ref, ref_name = self._reference()
         try:

@@ -79,7 +79,12 @@ def make_estimator(
         kind = avail[0]
     if kind not in avail:
         raise ValueError(f"estimator {kind!r} is not available (available: {', '.join(avail)})")
-    if kind == "fixed-lag":
+    if robot.floating_base and kind != "fixed-lag":
+        raise ValueError(f"estimator {kind!r}: robot {robot.name!r} has a floating base; only the fixed-lag "
+                         "estimator supports floating bases (online_floating.FloatingOnlineEstimator)")
+    if kind == "fixed-lag" and robot.floating_base:  # the same window over the floating term set
+        from .online_floating import FloatingOnlineEstimator as Est
+    elif kind == "fixed-lag":
         from .online import OnlineEstimator as Est
     elif kind == "gtsam":
         from .gtsam_online import GtsamFixedLagEstimator as Est
@@ -138,6 +143,10 @@ class ReplayResult:
 def _log(chunks: list[dict], robot):
     from ..datasets.log import Log
 
+    if robot.floating_base:  # with the base pose, IMU, contact and force columns
+        from .online_floating import samples_log
+
+        return samples_log(chunks, robot, source="online warm-up")
     v = None if chunks[0]["v"] is None else np.concatenate([c["v"] for c in chunks])
     return Log(
         t=np.concatenate([c["t"] for c in chunks]),

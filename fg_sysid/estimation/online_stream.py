@@ -89,14 +89,15 @@ def _column(df, col: str, path) -> np.ndarray:
     return x.to_numpy(dtype=float, na_value=np.nan)
 
 
-def read_stream(path: str | os.PathLike, robot: RobotModel, *, bag_options=None, echo=None) -> Stream:
-    """Read ``path`` as a stream for ``robot`` (fixed base). Raises `StreamError` on unusable columns."""
+def read_stream(path: str | os.PathLike, robot: RobotModel, *, bag_options=None, echo=None,
+                floating_ok: bool = False) -> Stream:
+    """Read ``path`` as a stream for ``robot``. Raises `StreamError` on unusable columns. Floating-base
+    robots: `online_floating.read_floating_stream` (base pose, IMU, contact and force columns too), which
+    reads the joint columns here with ``floating_ok``."""
     path = Path(path)
-    if robot.floating_base:
-        raise StreamError(
-            f"robot {robot.name!r} has a floating base; online identification supports fixed-base "
-            "robots only (use 'fg-sysid identify')"
-        )
+    if robot.floating_base and not floating_ok:
+        raise StreamError(f"robot {robot.name!r} has a floating base: read its log with "
+                          "online_floating.read_floating_stream (fg-sysid online does)")
     try:
         df = _read_any(path, bag_options, echo)
     except LogError as e:
@@ -252,4 +253,10 @@ def _arrays(samples):
 def select(samples, mask) -> dict:
     """The rows of ``samples`` where ``mask`` holds, as a sample dict."""
     t, q, v, tau = _arrays(samples)
-    return {"t": t[mask], "q": q[mask], "v": None if v is None else v[mask], "tau": tau[mask]}
+    out = {"t": t[mask], "q": q[mask], "v": None if v is None else v[mask], "tau": tau[mask]}
+    if isinstance(samples, dict):  # floating-base columns (`online_floating.FloatingStream.chunk`)
+        for k, x in samples.items():
+            if k not in out and x is not None:
+                out[k] = ({f: np.asarray(a)[mask] for f, a in x.items()} if isinstance(x, dict)
+                          else np.asarray(x)[mask])
+    return out
