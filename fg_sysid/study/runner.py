@@ -17,6 +17,8 @@ Metrics of one run (fixed-base simulation with known truth, `fg_sysid.datasets.s
 
 * ``heldout_rmse`` — relative RMSE of the identified model's efforts on a *noise-free held-out* motion
   of the same true robot (true q, v and accelerations: the error is the model's, not the differentiation's);
+* ``inertial_base_error`` — ``‖K(π̂ − π*)‖₂ / ‖Kπ*‖₂`` over the base parameters β = Kπ (the identifiable
+  combinations, `fg_sysid.study.base_parameters`): blind to the directions no data can see;
 * ``inertial_error`` / ``friction_error`` / ``armature_error`` — ``‖p̂ − p*‖₂ / ‖p*‖₂`` over the inertial
   parameters (all bodies; directions no data can see stay at the prior), the (fc, fv) of every joint,
   and the armatures. When the simulator's friction velocity scale differs from the estimator's
@@ -58,6 +60,7 @@ def _rel(a, b) -> float:
 def evaluate(robot, p: np.ndarray, truth: dict, heldout, velocity_scale: float) -> dict:
     """Metrics of the physical vector ``p`` against the truth and a noise-free held-out `SimResult`."""
     from ..estimation.baseline import predict_torque
+    from .base_parameters import base_error
 
     pt = _truth_vector(truth, robot)
     nb, n = 10 * robot.n_bodies, robot.n_joints
@@ -67,6 +70,7 @@ def evaluate(robot, p: np.ndarray, truth: dict, heldout, velocity_scale: float) 
     return {
         "heldout_rmse": rmse,
         "inertial_error": _rel(p[:nb], pt[:nb]),
+        "inertial_base_error": base_error(robot, p[:nb], pt[:nb]),
         "friction_error": _rel(p[nb:nb + 2 * n], pt[nb:nb + 2 * n]),
         "armature_error": _rel(p[nb + 2 * n:], pt[nb + 2 * n:]),
         "mass_error": _rel(p[:nb:10], pt[:nb:10]),
