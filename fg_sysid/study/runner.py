@@ -88,25 +88,20 @@ def run_one(spec: RunSpec) -> dict:
     row["host"] = f"{socket.gethostname()}:{os.getpid()}"
     t0 = time.perf_counter()
     try:
-        from ..datasets.simulate import simulate
         from ..robots import load_robot
-        from .methods import METHODS
 
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             robot = load_robot(spec.robot)
-            sim = simulate(robot, spec.duration, spec.rate, spec.noise, spec.seed,
-                           friction_velocity_scale=spec.truth["friction_velocity_scale"])
-            held = simulate(robot, float(spec.heldout["duration"]), spec.rate, 0.0,
-                            spec.seed + int(spec.heldout["seed_offset"]), truth=sim.truth)
-            t1 = time.perf_counter()
-            if spec.method not in METHODS:
-                raise ValueError(f"unknown method {spec.method!r}; choices: {', '.join(METHODS)}")
-            p, info = METHODS[spec.method](robot, sim.log, spec.estimator, spec.seed)
-            t2 = time.perf_counter()
-            if not np.all(np.isfinite(p)):
-                raise FloatingPointError("the estimate has non-finite entries")
-            row.update(evaluate(robot, p, sim.truth, held, spec.estimator["friction_velocity_scale"]))
+            if robot.floating_base:  # legged robots: MuJoCo truth, FloatingBaseSmoother (study/floating.py)
+                from .floating import run_floating
+
+                metrics, info, s_sim, s_fit = run_floating(robot, spec)
+                row.update(metrics)
+                t1, t2 = t0 + s_sim, t0 + s_sim + s_fit
+            else:
+                metrics, info, t1, t2 = _run_fixed(spec, robot)
+                row.update(metrics)
         row.update({f"info_{k}": v for k, v in info.items()})
         row.update(status="ok", error="", warnings=len(caught), seconds_simulate=t1 - t0,
                    seconds_identify=t2 - t1)
@@ -116,6 +111,26 @@ def run_one(spec: RunSpec) -> dict:
     row["seconds"] = time.perf_counter() - t0
     row["finished_at"] = pd.Timestamp.now(tz="UTC").isoformat()
     return row
+
+
+def _run_fixed(spec: RunSpec, robot) -> tuple[dict, dict, float, float]:
+    """Fixed-base run: simulate (`datasets.simulate`), identify, evaluate; (metrics, info, t1, t2)."""
+    from ..datasets.simulate import simulate
+    from .methods import METHODS
+
+    sim = simulate(robot, spec.duration, spec.rate, spec.noise, spec.seed,
+                   friction_velocity_scale=spec.truth["friction_velocity_scale"])
+    held = simulate(robot, float(spec.heldout["duration"]), spec.rate, 0.0,
+                    spec.seed + int(spec.heldout["seed_offset"]), truth=sim.truth)
+    t1 = time.perf_counter()
+    if spec.method not in METHODS:
+        raise ValueError(f"unknown method {spec.method!r}; choices: {', '.join(METHODS)}")
+    p, info = METHODS[spec.method](robot, sim.log, spec.estimator, spec.seed)
+    t2 = time.perf_counter()
+    if not np.all(np.isfinite(p)):
+        raise FloatingPointError("the estimate has non-finite entries")
+    metrics = evaluate(robot, p, sim.truth, held, spec.estimator["friction_velocity_scale"])
+    return metrics, info, t1, t2
 
 
 # ---------------------------------------------------------------------------------------------- storage
