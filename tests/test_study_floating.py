@@ -30,3 +30,23 @@ def test_a_b1_run_is_simulated_in_mujoco_fitted_and_scored():
 def test_motion_names_map_to_mujoco_motions():
     assert [_motion(n) for n in ("trot-2s", "sway", "Steps-4s", "fourier-8s")] == ["trot", "sway", "steps",
                                                                                    "trot"]
+
+
+def test_floating_guess_centre_is_the_truth_distributions():
+    """The B1 URDF has no friction: the guesses are centred on the centre of the drawn truths' friction and
+    armature (mean of draw_truth over seeds within sampling error), inertias on the URDF."""
+    from fg_sysid.datasets.mujoco_sim import draw_truth
+    from fg_sysid.robots import load_robot
+    from fg_sysid.study.floating import nominal_parameters
+
+    robot = load_robot("b1")
+    nb, n = 10 * robot.n_bodies, robot.n_joints
+    p = nominal_parameters(robot)
+    assert np.allclose(p[:nb], robot.nominal_inertial_parameters().ravel())
+    draws = [draw_truth(robot, s) for s in range(40)]
+    fc = np.mean([d["fc"] for d in draws], axis=0)
+    fv = np.mean([d["fv"] for d in draws], axis=0)
+    arm = np.mean([d["armature"] for d in draws], axis=0)
+    np.testing.assert_allclose(p[nb:nb + 2 * n:2], fc, rtol=0.15)
+    np.testing.assert_allclose(p[nb + 1:nb + 2 * n:2], fv, rtol=0.15)
+    np.testing.assert_allclose(p[nb + 2 * n:], arm, rtol=0.15)
