@@ -1117,6 +1117,10 @@ class FloatingBaseSmoother(JointSmoother):
                              f"not {self.energy_contact!r}")
         if self.energy_contact == "none":
             return None
+        if self.energy_contact == "measured":  # contact work from the logged forces, at term-build time
+            self._energy_contact_inputs = (log, qfull, rows, vs)
+            self.energy_contact_source_ = "logged contact forces (contact work modelled)"
+            return None
         p_bar = self.layout_.nominal_physical() if self.prior_mean is None else np.asarray(self.prior_mean)
         mass = float(np.sum(self.layout_.split(np.asarray(p_bar, float))[0][:, 0]))
         sigma, source = floating_energy_allowance(self._kin_model, self._fids, self.radius_, log, qfull, rows,
@@ -1128,13 +1132,26 @@ class FloatingBaseSmoother(JointSmoother):
         """The work–energy rows over intervals without a contact change, each whitened by
         √(σ_W² + σ_c²): sensor noise of the input work and the contact-work allowance (issue 12)."""
         keep = self._energy_intervals()
-        if self._energy_allowance is None:
-            return self._energy_term(problem, noise, keep=keep)
         from ..factors.energy import EnergyResidual
-        from .energy_contact import energy_rows
+        from .energy_contact import energy_rows, measured_contact_rows
 
-        work, sigma = energy_rows(self._energy_log, self.knot_times_, self.robot.joint_names, noise,
-                                  self._energy_allowance, keep)
+        if self.energy_contact == "measured":
+            log, qfull, rows, vs = self._energy_contact_inputs
+            work, _ = energy_rows(self._energy_log, self.knot_times_, self.robot.joint_names, noise,
+                                  np.zeros(keep.size), keep)
+            sv = noise.v if self._energy_log[3] and noise.v is not None else highfreq_noise_std(
+                self._energy_log[1])
+            work_c, sigma = measured_contact_rows(
+                self._kin_model, self._fids, self.radius_, log, qfull, rows, vs, self.knot_times_, self.feet_,
+                self.robot.joint_index_v(), sv, noise.tau, self.sigma_force)
+            work = work + work_c
+            sigma = np.maximum(sigma, 1e-6 * max(float(np.max(np.abs(work), initial=0.0)), 1e-12))
+            sigma = np.where(keep > 0, sigma, np.inf)
+        elif self._energy_allowance is None:
+            return self._energy_term(problem, noise, keep=keep)
+        else:
+            work, sigma = energy_rows(self._energy_log, self.knot_times_, self.robot.joint_names, noise,
+                                      self._energy_allowance, keep)
         return terms.energy(problem, EnergyResidual(self.layout_), self.knot_times_, work, sigma)
 
     def _linearize(self, x, theta, noise=None, jacobians: bool = True, freeze_theta: bool = False):

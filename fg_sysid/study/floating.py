@@ -12,7 +12,8 @@ the fixed-base simulator:
   ``heldout_rmse`` = relative RMSE of the joint efforts predicted with the logged contact forces
   (`floating_heldout_report`, mode ``forces``);
 * methods: ``smoother`` / ``smoother+energy`` = `FloatingBaseSmoother` without / with the work–energy rows
-  (contact-work allowance, `estimation.energy_contact`), without force measurements (``use_forces=False``),
+  (``energy_contact``: ``allowance`` by default, or ``measured`` — the contact work from the logged forces —
+  `estimation.energy_contact`), with the force measurements as factors only when ``use_forces: true``,
   knot stride chosen from the log; with ``init_spread > 0`` it starts at the random guess p₀ and centres its
   prior there (``prior_mean=p₀, init="prior"``, as the fixed-base smoother). Other methods are fixed-base
   only: the run fails with a message naming the method.
@@ -95,7 +96,9 @@ def fit_floating(robot, log, spec, feet, radius):
               "init": "prior"}
     else:
         kw = {"prior_mean": p_nom}
-    sm = FloatingBaseSmoother(robot, feet, contact_radius=radius, use_forces=False,
+    sm = FloatingBaseSmoother(robot, feet, contact_radius=radius,
+                              use_forces=bool(opt.get("use_forces", False)),
+                              energy_contact=str(opt.get("energy_contact", "allowance")),
                               friction_velocity_scale=opt["friction_velocity_scale"],
                               max_iterations=int(opt["max_iterations"]),
                               energy=spec.method == "smoother+energy", **kw).fit(log)
