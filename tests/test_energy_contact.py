@@ -124,7 +124,22 @@ def test_smoother_rows_use_the_allowance(b1):
     k = keep > 0
     assert k.sum() > 20 and np.all(sm._energy_allowance[k] > 0)
     np.testing.assert_allclose(w[k], 1 / np.hypot(sigma_sensor[k], sm._energy_allowance[k]), rtol=1e-9)
+    sm_allow_sigma = 1 / w
     assert np.median(w[k] * sigma_sensor[k]) < 0.2  # the allowance dominates the sensor noise here
+    # energy_contact="measured": the logged forces' contact work is added to the input work
+    from fg_sysid.estimation.energy_contact import measured_contact_rows
+
+    sm = FloatingBaseSmoother(b1, knot_stride=2, max_iterations=2, reweight_rounds=0, use_forces=False,
+                              determined_std_ratio=None, constraints="soft", energy=True,
+                              energy_contact="measured").fit(log)
+    out = sm.problem_.term("energy").evaluate(Evaluation(sm.problem_, sm.states_, sm.result_.theta, False),
+                                              False)
+    lg, qfull, rows, vs = sm._energy_contact_inputs
+    work_c, sigma = measured_contact_rows(sm._kin_model, sm._fids, sm.radius_, lg, qfull, rows, vs,
+                                          sm.knot_times_, sm.feet_, b1.joint_index_v(), sm.noise_.v,
+                                          sm.noise_.tau, sm.sigma_force)
+    np.testing.assert_allclose(out.w.ravel()[k], 1 / sigma[k], rtol=1e-9)
+    assert np.all(out.w.ravel()[~k] == 0) and np.median(sigma[k] / sm_allow_sigma[k]) < 0.5
     with pytest.raises(ValueError, match="energy_contact.*'bogus'"):
         FloatingBaseSmoother(b1, knot_stride=2, max_iterations=1, use_forces=False, energy=True,
                              energy_contact="bogus").fit(log)
