@@ -152,6 +152,9 @@ class FloatingBaseSmoother(JointSmoother):
         impacts: reset maps with impulses at touchdowns (`_setup_impacts`). Default off: on MuJoCo trot
             logs (soft contacts spread an impact over ~a knot interval) they measured worse than the plain
             integration factor (docs/benchmarks.md).
+        energy: work–energy rows per knot interval without a contact change (paper 004 eq. 63);
+            ``energy_contact``: their contact work — ``"allowance"`` (default: bound as noise), ``"measured"``
+            (modelled from the logged forces) or ``"none"`` (sensor noise only); `energy_contact.py`.
     """
 
     #: LM stops when no θ coordinate moved more than this fraction of its prior std in two consecutive
