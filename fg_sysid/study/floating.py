@@ -34,6 +34,12 @@ import numpy as np
 FLOATING_METHODS = ("smoother", "smoother+energy")
 
 
+def _rel(a, b) -> float:
+    """‖a − b‖ / ‖b‖ (the study's relative error; `runner` imports this module, not the reverse)."""
+    nb = float(np.linalg.norm(b))
+    return float(np.linalg.norm(a - b) / nb) if nb > 0 else float(np.linalg.norm(a - b))
+
+
 def _motion(name: str) -> str:
     from ..datasets.mujoco_sim import MOTIONS
 
@@ -115,7 +121,6 @@ def evaluate_floating(robot, p, p_true, held, feet, radius, velocity_scale) -> d
     from ..datasets.mujoco_sim import to_log
     from ..floating_validation import floating_heldout_report
     from .base_parameters import base_error
-    from .runner import _rel
 
     nb, n = 10 * robot.n_bodies, robot.n_joints
     rep = floating_heldout_report(p, robot, to_log(held), window_s=0.05, contact_frames=feet,
