@@ -5,11 +5,14 @@ rolling feet) of the same drawn robot.
 Per seed: a truth drawn around the URDF (`draw_truth`: inertias, Coulomb/viscous friction, armature), a
 training trot and a held-out sway of the same robot, σ = ``--noise`` on every sensor. Both fits use the
 defaults of `FloatingBaseSmoother` (no force measurements); ``--energy`` adds one work–energy row per knot
-interval without a contact change (`FloatingBaseSmoother(energy=True)`). Reported: friction error (relative
-l2 over (fc, fv) of all joints), inertial error (relative l2), total-mass error, held-out joint-effort
-relative RMSE (with the held-out log's contact forces) and its floor (true parameters), seconds.
+interval without a contact change (`FloatingBaseSmoother(energy=True)`), each row whitened by the input work's
+sensor noise and the contact-work allowance (``energy_contact="allowance"``, the default; `energy_contact.py`)
+or by the sensor noise alone (``--variants ...,energy-none``: the first version). Reported: friction error
+(relative l2 over (fc, fv) of all joints), inertial error (relative l2), total-mass error, held-out
+joint-effort relative RMSE (with the held-out log's contact forces) and its floor (true parameters), seconds.
 
     nice -n 10 python benchmarks/bench_energy_floating.py [--seeds 3] [--duration 4] [--motion trot]
+        [--variants smoother,energy,energy-none] [--first-seed 0]
 """
 
 from __future__ import annotations
@@ -53,23 +56,27 @@ def run(seed: int, args) -> list[dict]:
 
     floor = heldout(p_true)
     rows = []
-    for energy in (False, True):
+    for variant in args.variants.split(","):
+        energy = variant != "smoother"
+        contact = "none" if variant == "energy-none" else "allowance"
         t0 = time.perf_counter()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             sm = FloatingBaseSmoother(robot, feet, contact_radius=radius, use_forces=False,
-                                      energy=energy).fit(log_train)
+                                      energy=energy, energy_contact=contact).fit(log_train)
         res = sm.result_
         order = {n: i for i, n in enumerate(res.names)}
         p = np.array([res.estimate[order[n]] for n in names], float)
-        rows.append({"seed": seed, "method": "smoother+energy" if energy else "smoother",
+        method = {"smoother": "smoother", "energy": "smoother+energy",
+                  "energy-none": "smoother+energy (sensor σ)"}
+        rows.append({"seed": seed, "method": method[variant],
                      "friction_error": _rel(p[fr], p_true[fr]),
                      "inertial_error": _rel(p[:nb10], p_true[:nb10]),
                      "mass_error": float(p[:nb10:10].sum() / p_true[:nb10:10].sum() - 1),
                      "heldout": heldout(res), "floor": floor,
                      "energy_rows": int(sm._energy_intervals().sum()) if energy else 0,
                      "seconds": time.perf_counter() - t0})
-        print(f"seed {seed} energy={energy}: friction {rows[-1]['friction_error']:.3f}, held-out "
+        print(f"seed {seed} {variant}: friction {rows[-1]['friction_error']:.3f}, held-out "
               f"{rows[-1]['heldout']:.4f} (floor {floor:.4f}), {rows[-1]['seconds']:.0f} s", flush=True)
     return rows
 
@@ -81,9 +88,13 @@ def main():
     ap.add_argument("--rate", type=float, default=500.0)
     ap.add_argument("--noise", type=float, default=0.005)
     ap.add_argument("--motion", default="trot", choices=("trot", "sway"))
+    ap.add_argument("--variants", default="smoother,energy",
+                    help="comma list of: smoother, energy (contact-work allowance), "
+                         "energy-none (sensor σ only)")
+    ap.add_argument("--first-seed", type=int, default=0)
     args = ap.parse_args()
     rows = []
-    for seed in range(args.seeds):
+    for seed in range(args.first_seed, args.first_seed + args.seeds):
         rows += run(seed, args)
     df = pd.DataFrame(rows)
     pd.set_option("display.width", 200)
@@ -91,9 +102,14 @@ def main():
           f"σ = {args.noise}, means over {args.seeds} drawn robots:")
     cols = ["friction_error", "inertial_error", "mass_error", "heldout", "floor", "energy_rows", "seconds"]
     print(df.groupby("method")[cols].mean().to_string(float_format=lambda x: f"{x:.4g}"))
-    w, e = (df[df.method == m].friction_error.to_numpy() for m in ("smoother", "smoother+energy"))
-    print(f"friction error change with energy: {100 * (e.mean() / w.mean() - 1):+.1f} % (mean), per seed "
-          + ", ".join(f"{100 * (b / a - 1):+.0f} %" for a, b in zip(w, e, strict=True)))
+    w = df[df.method == "smoother"]
+    for m in sorted(set(df.method) - {"smoother"}):
+        e = df[df.method == m]
+        if len(w) == len(e):
+            for col in ("friction_error", "inertial_error"):
+                a, b = w[col].to_numpy(), e[col].to_numpy()
+                print(f"{m}: {col} change {100 * (b.mean() / a.mean() - 1):+.1f} % (mean), per seed "
+                      + ", ".join(f"{100 * (y / x - 1):+.0f} %" for x, y in zip(a, b, strict=True)))
 
 
 if __name__ == "__main__":

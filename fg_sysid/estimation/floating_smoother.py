@@ -152,6 +152,9 @@ class FloatingBaseSmoother(JointSmoother):
         impacts: reset maps with impulses at touchdowns (`_setup_impacts`). Default off: on MuJoCo trot
             logs (soft contacts spread an impact over ~a knot interval) they measured worse than the plain
             integration factor (docs/benchmarks.md).
+        energy: work–energy rows per knot interval without a contact change (paper 004 eq. 63);
+            ``energy_contact``: their contact work — ``"allowance"`` (default: bound as noise), ``"measured"``
+            (modelled from the logged forces) or ``"none"`` (sensor noise only); `energy_contact.py`.
     """
 
     #: LM stops when no θ coordinate moved more than this fraction of its prior std in two consecutive
@@ -220,6 +223,7 @@ class FloatingBaseSmoother(JointSmoother):
         extra_terms=(),
         verbose: bool = False,
         energy: bool = False,
+        energy_contact: str = "allowance",
     ):
         super().__init__(
             robot,
@@ -272,6 +276,7 @@ class FloatingBaseSmoother(JointSmoother):
         self.determined_std_ratio = determined_std_ratio
         self.impacts = impacts
         self.touchdown_settle_s = touchdown_settle_s
+        self.energy_contact = energy_contact  # issue 12: contact-work allowance of the energy rows
 
     # ------------------------------------------------------------------ setup
     def setup(self, log: Log | None = None) -> FloatingBaseSmoother:
@@ -458,6 +463,9 @@ class FloatingBaseSmoother(JointSmoother):
         self._fmeas = None
         if self.use_forces and log.forces and all(f in log.forces for f in self.feet_):
             self._fmeas = np.stack([np.asarray(log.forces[f], float)[idx] for f in self.feet_], axis=1)
+        self._energy_allowance = None  # issue 12: contact-work allowance (energy_contact.py)
+        if self._energy_log is not None:
+            self._energy_allowance = self._contact_work_allowance(log, qfull, rows, vs)
         # the SG-smoothed configuration conflicts with tight encoders: start at the measured one
         q0, v0, a0 = qfull[idx].copy(), vs[sel], as_[sel]
         self.noise_ = noise = self._noise_levels(log, idx, a0[:, iv], {})
@@ -1075,7 +1083,7 @@ class FloatingBaseSmoother(JointSmoother):
             problem.add(terms.impact_maps(
                 lambda ev, jac: self._impact_factors(ev.q, ev.v, ev.a, ev.x[3], ev.theta, jac, False)))
         if self._energy_log is not None:  # issue 12: work–energy per interval without a contact change
-            problem.add(self._energy_term(problem, noise, keep=self._energy_intervals()))
+            problem.add(self._floating_energy_term(problem, noise))
         # θ: prior, total mass, symmetry
         problem.add(terms.parameter_prior(self._theta_bar, self._theta_std))
         for name, fn, hard, std in self._parameter_row_functions():
@@ -1101,6 +1109,53 @@ class FloatingBaseSmoother(JointSmoother):
         keep = np.zeros(self._flags.shape[0] - 1)
         keep[stance_constant_windows(np.arange(keep.size), 1, np.hstack([self._cflags, self._flags]))] = 1.0
         return keep
+
+    def _contact_work_allowance(self, log: Log, qfull, rows, vs):
+        """σ_c per knot interval [J] (`energy_contact.floating_energy_allowance`), or None with
+        ``energy_contact="none"``."""
+        from .energy_contact import CONTACT_WORK_MODES, floating_energy_allowance
+
+        if self.energy_contact not in CONTACT_WORK_MODES:
+            raise ValueError(f"energy_contact must be one of {', '.join(CONTACT_WORK_MODES)}, "
+                             f"not {self.energy_contact!r}")
+        if self.energy_contact == "none":
+            return None
+        if self.energy_contact == "measured":  # contact work from the logged forces, at term-build time
+            self._energy_contact_inputs = (log, qfull, rows, vs)
+            self.energy_contact_source_ = "logged contact forces (contact work modelled)"
+            return None
+        p_bar = self.layout_.nominal_physical() if self.prior_mean is None else np.asarray(self.prior_mean)
+        mass = float(np.sum(self.layout_.split(np.asarray(p_bar, float))[0][:, 0]))
+        sigma, source = floating_energy_allowance(self._kin_model, self._fids, self.radius_, log, qfull, rows,
+                                                  vs, self.knot_times_, self.feet_, mass, self.use_forces)
+        self.energy_contact_source_ = source
+        return sigma
+
+    def _floating_energy_term(self, problem: Problem, noise):
+        """The work–energy rows over intervals without a contact change, each whitened by
+        √(σ_W² + σ_c²): sensor noise of the input work and the contact-work allowance (issue 12)."""
+        keep = self._energy_intervals()
+        from ..factors.energy import EnergyResidual
+        from .energy_contact import energy_rows, measured_contact_rows
+
+        if self.energy_contact == "measured":
+            log, qfull, rows, vs = self._energy_contact_inputs
+            work, _ = energy_rows(self._energy_log, self.knot_times_, self.robot.joint_names, noise,
+                                  np.zeros(keep.size), keep)
+            sv = noise.v if self._energy_log[3] and noise.v is not None else highfreq_noise_std(
+                self._energy_log[1])
+            work_c, sigma = measured_contact_rows(
+                self._kin_model, self._fids, self.radius_, log, qfull, rows, vs, self.knot_times_, self.feet_,
+                self.robot.joint_index_v(), sv, noise.tau, self.sigma_force)
+            work = work + work_c
+            sigma = np.maximum(sigma, 1e-6 * max(float(np.max(np.abs(work), initial=0.0)), 1e-12))
+            sigma = np.where(keep > 0, sigma, np.inf)
+        elif self._energy_allowance is None:
+            return self._energy_term(problem, noise, keep=keep)
+        else:
+            work, sigma = energy_rows(self._energy_log, self.knot_times_, self.robot.joint_names, noise,
+                                      self._energy_allowance, keep)
+        return terms.energy(problem, EnergyResidual(self.layout_), self.knot_times_, work, sigma)
 
     def _linearize(self, x, theta, noise=None, jacobians: bool = True, freeze_theta: bool = False):
         """The term set's `LinearizedGraph` at (x, θ) (for tests and benchmarks)."""

@@ -16,7 +16,8 @@ A study is the grid robots × motions × noise levels × methods × seeds × opt
       - {name: vs-0.02, truth_friction_velocity_scale: 0.02}
     truth:    {friction_velocity_scale: 0.02}   # simulator (true system) defaults
     estimator: {friction_velocity_scale: 0.05, max_iterations: 20, knot_stride: 1, energy_window_s: 0.1,
-                init_spread: 0.0}                # > 0: random initial guess / prior mean (see methods.py)
+                init_spread: 0.0,                # > 0: random initial guess / prior mean (see methods.py)
+                use_forces: false, energy_contact: allowance}   # floating bases only (study/floating.py)
     heldout:  {duration: 4.0, seed_offset: 1000}  # noise-free held-out motion of the same true robot
 
 Option-set keys: ``name`` and any key of ``truth`` (prefixed ``truth_``) or ``estimator``; they override the
@@ -39,7 +40,8 @@ from .methods import METHODS
 
 TRUTH_KEYS = {"friction_velocity_scale": 0.05}
 ESTIMATOR_KEYS = {"friction_velocity_scale": 0.05, "max_iterations": 20, "knot_stride": 1,
-                  "energy_window_s": 0.1, "init_spread": 0.0}
+                  "energy_window_s": 0.1, "init_spread": 0.0,
+                  "use_forces": False, "energy_contact": "allowance"}  # the last two: floating bases only
 HELDOUT_KEYS = {"duration": 4.0, "seed_offset": 1000}
 TOP_KEYS = {"name", "robots", "motions", "noise", "methods", "seeds", "options", "truth", "estimator",
             "heldout"}
@@ -116,6 +118,14 @@ def _check_values(src, where, d):
                 _err(src, f"{where}.{k} must be an integer >= {0 if k == 'seed_offset' else 1}, got {v!r}")
         elif k == "init_spread":
             _number(src, f"{where}.{k}", v, nonneg=True)
+        elif k == "use_forces":
+            if not isinstance(v, bool):
+                _err(src, f"{where}.{k} must be true or false, got {v!r}")
+        elif k == "energy_contact":
+            from ..estimation.energy_contact import CONTACT_WORK_MODES
+
+            if v not in CONTACT_WORK_MODES:
+                _err(src, f"{where}.{k} must be one of {', '.join(CONTACT_WORK_MODES)}, got {v!r}")
         else:
             _number(src, f"{where}.{k}", v, positive=True)
 

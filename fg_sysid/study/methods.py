@@ -21,12 +21,14 @@ from __future__ import annotations
 import numpy as np
 
 
-def random_initial_guess(robot, spread: float, seed: int, velocity_scale: float = 0.05) -> np.ndarray:
-    """Physically consistent random guess p₀ (baseline layout) around the URDF prior, see module doc."""
+def random_initial_guess(robot, spread: float, seed: int, velocity_scale: float = 0.05,
+                         mean_physical: np.ndarray | None = None) -> np.ndarray:
+    """Physically consistent random guess p₀ (baseline layout) around the URDF prior, see module doc
+    (``mean_physical``: another centre, baseline layout; the floating-base study's nominal friction)."""
     from ..layout import ParameterLayout
 
     layout = ParameterLayout.create(robot, "exponential-eigenvalue", "coulomb-viscous", velocity_scale)
-    th0, std = layout.prior(relative=float(spread))
+    th0, std = layout.prior(relative=float(spread), mean_physical=mean_physical)
     std = std.copy()
     std[layout.s_friction] = float(spread)
     std[layout.s_armature] = float(spread)

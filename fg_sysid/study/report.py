@@ -1,7 +1,8 @@
 """Study report: summary tables (pandas) and PNG plots from the results table.
 
 * ``summary_table`` — per robot × motion × option × method × σ: runs, failures, and mean / median of
-  the held-out effort error and the inertial, friction and armature errors (`fg_sysid.study.runner`);
+  the held-out effort error and the inertial (all parameters and base parameters), friction and armature
+  errors (`fg_sysid.study.runner`);
 * ``error_vs_noise.png`` — median held-out error and parameter errors against σ, one line per method;
 * ``error_boxes.png`` — box plots of the friction and inertial errors per method (all σ pooled per panel).
 """
@@ -15,7 +16,7 @@ import pandas as pd
 
 from ..report import _pyplot, markdown_table
 
-METRICS = ("heldout_rmse", "inertial_error", "friction_error", "armature_error")
+METRICS = ("heldout_rmse", "inertial_error", "inertial_base_error", "friction_error", "armature_error")
 GROUP = ["robot", "motion", "option", "method", "noise"]
 
 
@@ -29,7 +30,7 @@ def summary_table(rows: pd.DataFrame) -> pd.DataFrame:
     out["failed"] = g["status"].apply(lambda s: int((s != "ok").sum()))
     if len(ok):
         go = ok.groupby(GROUP, sort=True)
-        for m in METRICS:
+        for m in (m for m in METRICS if m in ok.columns):  # older tables lack inertial_base_error
             out[f"{m} mean"] = go[m].mean()
             out[f"{m} median"] = go[m].median()
         out["seconds mean"] = go["seconds_identify"].mean()
@@ -41,8 +42,9 @@ def plot_error_vs_noise(rows: pd.DataFrame, path) -> Path | None:
     if ok.empty:
         return None
     plt = _pyplot()
-    metrics = ("heldout_rmse", "inertial_error", "friction_error")
-    fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))
+    metrics = [m for m in ("heldout_rmse", "inertial_error", "inertial_base_error", "friction_error")
+               if m in ok.columns]
+    fig, axes = plt.subplots(1, len(metrics), figsize=(4.4 * len(metrics), 3.8))
     for ax, m in zip(axes, metrics, strict=True):
         for (robot, option, method), d in ok.groupby(["robot", "option", "method"]):
             med = d.groupby("noise")[m].median()
@@ -108,7 +110,9 @@ def _write_report(rows: pd.DataFrame, out_dir: Path, name: str, counts: dict | N
     n_ok = int((rows["status"] == "ok").sum()) if len(rows) else 0
     lines += [f"- rows: {len(rows)} ({n_ok} ok, {len(rows) - n_ok} failed); table: `results.parquet`", "",
               "Metrics: `heldout_rmse` = relative RMSE of the identified model's efforts on a noise-free "
-              "held-out motion of the same true robot; `*_error` = ‖p̂ − p*‖ / ‖p*‖ per group.", ""]
+              "held-out motion of the same true robot; `*_error` = ‖p̂ − p*‖ / ‖p*‖ per group; "
+              "`inertial_base_error` = the same over the base parameters β = Kπ (identifiable combinations).",
+              ""]
     table = summary_table(rows)
     if len(table):
         cols = ["robot", "motion", "option", "method", "noise", "runs", "failed"] + [

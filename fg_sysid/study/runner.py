@@ -17,6 +17,8 @@ Metrics of one run (fixed-base simulation with known truth, `fg_sysid.datasets.s
 
 * ``heldout_rmse`` — relative RMSE of the identified model's efforts on a *noise-free held-out* motion
   of the same true robot (true q, v and accelerations: the error is the model's, not the differentiation's);
+* ``inertial_base_error`` — ``‖K(π̂ − π*)‖₂ / ‖Kπ*‖₂`` over the base parameters β = Kπ (the identifiable
+  combinations, `fg_sysid.study.base_parameters`): blind to the directions no data can see;
 * ``inertial_error`` / ``friction_error`` / ``armature_error`` — ``‖p̂ − p*‖₂ / ‖p*‖₂`` over the inertial
   parameters (all bodies; directions no data can see stay at the prior), the (fc, fv) of every joint,
   and the armatures. When the simulator's friction velocity scale differs from the estimator's
@@ -58,6 +60,7 @@ def _rel(a, b) -> float:
 def evaluate(robot, p: np.ndarray, truth: dict, heldout, velocity_scale: float) -> dict:
     """Metrics of the physical vector ``p`` against the truth and a noise-free held-out `SimResult`."""
     from ..estimation.baseline import predict_torque
+    from .base_parameters import base_error
 
     pt = _truth_vector(truth, robot)
     nb, n = 10 * robot.n_bodies, robot.n_joints
@@ -67,6 +70,7 @@ def evaluate(robot, p: np.ndarray, truth: dict, heldout, velocity_scale: float) 
     return {
         "heldout_rmse": rmse,
         "inertial_error": _rel(p[:nb], pt[:nb]),
+        "inertial_base_error": base_error(robot, p[:nb], pt[:nb]),
         "friction_error": _rel(p[nb:nb + 2 * n], pt[nb:nb + 2 * n]),
         "armature_error": _rel(p[nb + 2 * n:], pt[nb + 2 * n:]),
         "mass_error": _rel(p[:nb:10], pt[:nb:10]),
@@ -84,25 +88,20 @@ def run_one(spec: RunSpec) -> dict:
     row["host"] = f"{socket.gethostname()}:{os.getpid()}"
     t0 = time.perf_counter()
     try:
-        from ..datasets.simulate import simulate
         from ..robots import load_robot
-        from .methods import METHODS
 
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             robot = load_robot(spec.robot)
-            sim = simulate(robot, spec.duration, spec.rate, spec.noise, spec.seed,
-                           friction_velocity_scale=spec.truth["friction_velocity_scale"])
-            held = simulate(robot, float(spec.heldout["duration"]), spec.rate, 0.0,
-                            spec.seed + int(spec.heldout["seed_offset"]), truth=sim.truth)
-            t1 = time.perf_counter()
-            if spec.method not in METHODS:
-                raise ValueError(f"unknown method {spec.method!r}; choices: {', '.join(METHODS)}")
-            p, info = METHODS[spec.method](robot, sim.log, spec.estimator, spec.seed)
-            t2 = time.perf_counter()
-            if not np.all(np.isfinite(p)):
-                raise FloatingPointError("the estimate has non-finite entries")
-            row.update(evaluate(robot, p, sim.truth, held, spec.estimator["friction_velocity_scale"]))
+            if robot.floating_base:  # legged robots: MuJoCo truth, FloatingBaseSmoother (study/floating.py)
+                from .floating import run_floating
+
+                metrics, info, s_sim, s_fit = run_floating(robot, spec)
+                row.update(metrics)
+                t1, t2 = t0 + s_sim, t0 + s_sim + s_fit
+            else:
+                metrics, info, t1, t2 = _run_fixed(spec, robot)
+                row.update(metrics)
         row.update({f"info_{k}": v for k, v in info.items()})
         row.update(status="ok", error="", warnings=len(caught), seconds_simulate=t1 - t0,
                    seconds_identify=t2 - t1)
@@ -112,6 +111,26 @@ def run_one(spec: RunSpec) -> dict:
     row["seconds"] = time.perf_counter() - t0
     row["finished_at"] = pd.Timestamp.now(tz="UTC").isoformat()
     return row
+
+
+def _run_fixed(spec: RunSpec, robot) -> tuple[dict, dict, float, float]:
+    """Fixed-base run: simulate (`datasets.simulate`), identify, evaluate; (metrics, info, t1, t2)."""
+    from ..datasets.simulate import simulate
+    from .methods import METHODS
+
+    sim = simulate(robot, spec.duration, spec.rate, spec.noise, spec.seed,
+                   friction_velocity_scale=spec.truth["friction_velocity_scale"])
+    held = simulate(robot, float(spec.heldout["duration"]), spec.rate, 0.0,
+                    spec.seed + int(spec.heldout["seed_offset"]), truth=sim.truth)
+    t1 = time.perf_counter()
+    if spec.method not in METHODS:
+        raise ValueError(f"unknown method {spec.method!r}; choices: {', '.join(METHODS)}")
+    p, info = METHODS[spec.method](robot, sim.log, spec.estimator, spec.seed)
+    t2 = time.perf_counter()
+    if not np.all(np.isfinite(p)):
+        raise FloatingPointError("the estimate has non-finite entries")
+    metrics = evaluate(robot, p, sim.truth, held, spec.estimator["friction_velocity_scale"])
+    return metrics, info, t1, t2
 
 
 # ---------------------------------------------------------------------------------------------- storage
