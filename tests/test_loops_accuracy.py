@@ -27,8 +27,8 @@ from fg_sysid.estimation.loop_baseline import (
 from fg_sysid.estimation.smoother import JointSmoother
 from fg_sysid.layout import ParameterLayout
 from fg_sysid.robots import load_robot
-from fg_sysid.robots.loops import passive_mask
 from fg_sysid.robots.looped import load_loop_robot, loop_robot_path
+from fg_sysid.robots.loops import passive_mask
 
 
 @pytest.fixture(scope="module")

@@ -32,7 +32,13 @@ from __future__ import annotations
 import numpy as np
 
 from ..datasets.log import Log
-from .loop_baseline import DEFAULT_CUTOFF_HZ, LoopBaselineError, LoopStates, constrained_regressor, loop_states
+from .loop_baseline import (
+    DEFAULT_CUTOFF_HZ,
+    LoopBaselineError,
+    LoopStates,
+    constrained_regressor,
+    loop_states,
+)
 
 #: Gauss–Newton iterations of `map_parameters` and its relative cost tolerance
 MAP_ITERATIONS = 50
@@ -93,7 +99,8 @@ def map_parameters(layout, W: np.ndarray, u: np.ndarray, theta_bar: np.ndarray, 
     (`_base_selection`). ``W`` (K, n_a, n_p) is the stacked Gᵀ W of paper 000 eqs. 27–28 (its friction
     columns use the prior mean of the tanh width), ``u`` (K, n_a) the actuated efforts [N·m]. Row weights
     w per actuated joint: Gautier's two steps (1 / effort RMS, then ``reweight`` − 1 times 1 / residual
-    RMS; with ``theta0`` given, 1 / its residual RMS from the start). Returns (θ, info) or (None, reason) when the layout's friction model has no (fc, fv) columns.
+    RMS; with ``theta0`` given, 1 / its residual RMS from the start). Returns (θ, info) or
+    (None, reason) when the layout's friction model has no (fc, fv) columns.
     """
     sel = _base_selection(layout)
     if sel is None:
@@ -114,7 +121,7 @@ def map_parameters(layout, W: np.ndarray, u: np.ndarray, theta_bar: np.ndarray, 
         wr = np.tile(w, K)
         info["weights"].append(w.tolist())
 
-        def cost(t):
+        def cost(t, wr=wr):
             r = wr * (b - A @ layout.to_physical(t)[sel])
             z = (t - theta_bar) / theta_std
             return 0.5 * float(r @ r + z @ z)
@@ -160,7 +167,7 @@ def linear_start(layout, W: np.ndarray, u: np.ndarray, theta_bar: np.ndarray, th
     start at the prior mean does not work: the exp-positive fv starts at its floor 1e-4 N·m·s/rad where
     d p / d θ = p, and the Gauss–Newton steps of `map_parameters` stall there.)"""
     sel = _base_selection(layout)
-    nb, nj = layout.nb, layout.nj
+    nb = layout.nb
     p_bar = layout.to_physical(theta_bar)
     pb = p_bar[sel]
     K, na, n_p = W.shape
