@@ -200,13 +200,14 @@ def linear_start(layout, W: np.ndarray, u: np.ndarray, theta_bar: np.ndarray, th
     return th
 
 
-def initial_parameters(smoother, log: Log, stride: int | None = None):
+def initial_parameters(smoother, log: Log, theta_bar: np.ndarray, theta_std: np.ndarray,
+                       stride: int | None = None):
     """Initial θ of a looped robot (module docstring, item 1): `map_parameters` on the
     constraint-elimination rows of ``log`` (every ``stride``-th sample away from the filter edges; default
     at most `MAX_ROWS` samples: the rows are filtered, neighbours carry little new information) with
-    the smoother's prior, or None (prior mean) when the regression cannot be formed on this log."""
+    the smoother's prior (``theta_bar``, ``theta_std``: `loop_terms.initial_parameters` passes the looped
+    prior), or None (prior mean) when the regression cannot be formed on this log."""
     from ..robots.loops import passive_mask
-    from .loop_terms import adjust_prior
 
     robot, layout = smoother.robot, smoother.layout_
     try:
@@ -214,9 +215,6 @@ def initial_parameters(smoother, log: Log, stride: int | None = None):
     except (LoopBaselineError, ValueError, np.linalg.LinAlgError) as e:
         smoother._log(f"initial θ: constraint-elimination states unavailable ({e}); prior mean")
         return None
-    prior_mean = None if smoother.prior_mean is None else smoother._from_baseline_layout(smoother.prior_mean)
-    theta_bar, theta_std = layout.prior(smoother.prior_relative, mean_physical=prior_mean)
-    theta_bar, theta_std = adjust_prior(robot, layout, theta_bar, theta_std)
     from ..robots.looped import LoopDescription
 
     rows = np.flatnonzero(st.keep)

@@ -135,7 +135,11 @@ def initial_parameters(smoother, log: Log):
     (prior mean, with a note) when it cannot run on this log."""
     from . import loop_init
 
-    return loop_init.initial_parameters(smoother, log)
+    layout = smoother.layout_
+    mean = None if smoother.prior_mean is None else smoother._from_baseline_layout(smoother.prior_mean)
+    theta_bar, theta_std = adjust_prior(smoother.robot, layout,
+                                        *layout.prior(smoother.prior_relative, mean_physical=mean))
+    return loop_init.initial_parameters(smoother, log, theta_bar, theta_std)
 
 
 def loop_kinematics(problem: Problem, L: LoopClosures, sigma_position=SIGMA_POSITION,
