@@ -129,22 +129,17 @@ def setup(smoother, log: Log) -> Log:
 
 # ---------------------------------------------------------------------------------------------- terms
 def initial_parameters(smoother, log: Log):
-    """Initial physical parameters (baseline layout) of a looped robot: paper 000's constraint-elimination
-    least squares (`loop_baseline.ConstraintEliminationLS`, inertias + actuated joints' friction and
-    armature; the tree least squares would ignore the closure forces), or None (with a note) when it
-    cannot run on this log."""
-    from ..robots.looped import LoopDescription
-    from .loop_baseline import ConstraintEliminationLS
+    """Initial physical parameters (smoother layout) of a looped robot: paper 000's constraint-elimination
+    regression fitted in the smoother's parameterization with its prior (`loop_init.initial_parameters`:
+    physically consistent; the physical-layout least squares projected body by body was not), or None
+    (prior mean, with a note) when it cannot run on this log."""
+    from . import loop_init
 
-    try:
-        desc = LoopDescription.from_robot(smoother.robot)
-        ls = ConstraintEliminationLS(smoother.robot, desc, identify="all",
-                                     velocity_scale=smoother.friction_velocity_scale).fit(log)
-    except (ValueError, np.linalg.LinAlgError) as e:
-        smoother._log(f"initial θ: constraint-elimination least squares unavailable ({e}); prior mean")
-        return None
-    smoother._log(f"initial θ: constraint-elimination least squares (rank {ls.result_.rank})")
-    return smoother._from_baseline_layout(ls.result_.estimate)
+    layout = smoother.layout_
+    mean = None if smoother.prior_mean is None else smoother._from_baseline_layout(smoother.prior_mean)
+    theta_bar, theta_std = adjust_prior(smoother.robot, layout,
+                                        *layout.prior(smoother.prior_relative, mean_physical=mean))
+    return loop_init.initial_parameters(smoother, log, theta_bar, theta_std)
 
 
 def loop_kinematics(problem: Problem, L: LoopClosures, sigma_position=SIGMA_POSITION,

@@ -232,6 +232,10 @@ class JointSmoother:
                                     log.v is not None)
         self._log(f"initial trajectory: Savitzky–Golay window {window_s * 1e3:.0f} ms, order {order}")
         qs, vs, as_ = savgol_derivatives(log.t, np.asarray(log.q, float), window_s, order)
+        if robot.loops and self.init == "ls-sg":  # closed loops (issue 11): paper 000's closed states
+            from . import loop_init
+
+            qs, vs, as_ = loop_init.initial_trajectory(self, log, (qs, vs, as_))
         q0 = qs[idx].copy()
         v0 = vs[idx].copy()
         a0 = as_[idx].copy()
