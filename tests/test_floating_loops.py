@@ -83,7 +83,7 @@ def test_floating_loop_terms_jacobians_match_central_differences(robot):
 
 
 def test_closure_forces_are_internal_to_the_base_rows(robot):
-    """Closed closures between two bodies of the robot: Gᵀλ has zero base rows (Newton–Euler of the whole robot
+    """Closures between two bodies of the robot, closed: Gᵀλ has zero base rows (Newton–Euler of the robot
     does not see internal forces) and the virtual power identity (Gᵀλ)·v = λ·(G v) holds."""
     sm, problem, x, theta = _terms_setup(robot, seed=3)
     from fg_sysid.datasets.mujoco_loops import reference_configuration
