@@ -31,6 +31,9 @@ Factors (all whitened; σ's in SI units):
   limbs (paper 004 Sec. I-C / IX-C), each a soft prior or a constraint.
 
 * optionally (``impacts=True``) reset maps with impulses at touchdowns (eqs. 7–11, `_setup_impacts`).
+* closed loops (``robot.loops``, e.g. ``b1_fourbar``): closure forces as a knot block after the contact
+  forces, Gᵀλ in the inverse dynamics, passive-joint rows and closures as constraints
+  (`floating_loops`, docs/loops-floating.md).
 
 Stages (docs/floating-base.md): states with θ held → all, raw inertial parameters → weakly determined
 inertial directions back to the prior → requested (log-Cholesky) parameterization, consistent set →
