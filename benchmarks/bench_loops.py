@@ -270,9 +270,11 @@ def run_floating(args) -> pd.DataFrame:
     emap = {f"{leg}_calf_joint": f"{leg}_knee_motor" for leg in ("FL", "FR", "RL", "RR")}
     t0 = time.perf_counter()
     res_tr, log_tr, viol_tr = simulate_loop_stance(robot, desc, args.floating_train, args.rate, args.noise,
-                                                   args.seed)
+                                                   args.seed, step_period=args.floating_step_period,
+                                                   friction_scale=args.floating_friction_scale)
     res_ho, log_ho, viol_ho = simulate_loop_stance(robot, desc, args.floating_heldout, args.rate,
-                                                   args.noise, args.seed + 1, step_period=2.0,
+                                                   args.noise, args.seed + 1,
+                                                   step_period=args.floating_heldout_step_period,
                                                    truth=res_tr.truth)
     print(f"[b1_fourbar / mujoco steps] simulated {args.floating_train:g} + {args.floating_heldout:g} s in "
           f"{time.perf_counter() - t0:.1f} s; closure violation {viol_tr:.2e} / {viol_ho:.2e} m", flush=True)
@@ -327,6 +329,19 @@ def run_floating(args) -> pd.DataFrame:
     col = {emap.get(j, j): i for i, j in enumerate(snames)}
     preds["reduced"] = np.column_stack([u_s[:, col[names[i]]] for i in act])
     print(f"  reduced floating smoother: {time.perf_counter() - t1:.0f} s")
+    # loop smoother: the floating smoother on the looped spec, through the `fg-sysid identify` file path
+    t1 = time.perf_counter()
+    res_l = floating_loop_smoother(log_tr)
+    p_l = res_l.layout.to_physical(res_l.theta)
+    preds["loop-smoother"] = project(floating_inverse_dynamics(p_l, robot, q, v, a) - JtF)
+    lp = res_l.extras["loops"]["constraint_residual_max"]
+    print(f"  loop floating smoother: {time.perf_counter() - t1:.0f} s; closures at the solution: "
+          + ", ".join(f"{k} {val:.1e}" for k, val in lp.items()), flush=True)
+    for i in act:
+        if names[i].endswith("knee_motor"):
+            est = {k: p_l[pnames.index(f"{names[i]}.{k}")] for k in ("fc", "fv", "armature")}
+            tru = {k: p_true[pnames.index(f"{names[i]}.{k}")] for k in ("fc", "fv", "armature")}
+            print(f"  {names[i]}: " + ", ".join(f"{k} {est[k]:.5f} (true {tru[k]:.5f})" for k in est))
     u_true = res_ho.tau[rows][:, act]
     out = []
     for m, u in preds.items():
@@ -335,6 +350,24 @@ def run_floating(args) -> pd.DataFrame:
             out.append({"robot": "b1_fourbar", "truth": "mujoco-steps", "method": m, "joint": names[i],
                         "rmse": e, "relative_%": 100 * e / float(np.sqrt(np.mean(u_true[:, c] ** 2)))})
     return pd.DataFrame(out)
+
+
+def floating_loop_smoother(log):
+    """`FloatingBaseSmoother` on the looped ``b1_fourbar`` spec, the log written and read back like
+    `fg-sysid identify` does (unencoded rods: no columns). Returns its `IdentificationResult`."""
+    import tempfile
+
+    from fg_sysid.datasets.io import load_log_for_robot, write_log
+    from fg_sysid.estimation.floating_smoother import FloatingBaseSmoother
+    from fg_sysid.robots import load_robot
+
+    with tempfile.TemporaryDirectory() as tmp:
+        write_log(log, Path(tmp) / "log.parquet")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            robot_l, log_l = load_log_for_robot(Path(tmp) / "log.parquet",
+                                                load_robot(str(loop_robot_path("b1_fourbar"))))
+            return FloatingBaseSmoother(robot_l, verbose=True).fit(log_l).result_
 
 
 def main() -> None:
@@ -350,6 +383,10 @@ def main() -> None:
     ap.add_argument("--floating", action="store_true", help="also the floating B1 with four-bar knees")
     ap.add_argument("--floating-train", type=float, default=9.6)
     ap.add_argument("--floating-heldout", type=float, default=4.8)
+    ap.add_argument("--floating-step-period", type=float, default=2.4, help="s per foot (training log)")
+    ap.add_argument("--floating-heldout-step-period", type=float, default=2.0)
+    ap.add_argument("--floating-friction-scale", type=float, default=1.0,
+                    help="MuJoCo dry friction fc x this (1: 2 %% of the effort limit)")
     args = ap.parse_args()
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)

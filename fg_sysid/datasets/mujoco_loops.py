@@ -515,7 +515,7 @@ def _knee_targets(ck: ClosureKinematics, q_full: np.ndarray, dep_v) -> np.ndarra
 def simulate_loop_stance(robot: RobotModel, desc: LoopDescription, duration: float = 4.8, rate: float = 500.0,
                          noise: float = 0.0, seed: int = 0, motion: str = "steps", timestep: float = 0.0005,
                          step_period: float = 2.4, settle: float = 0.3, kp: float = 2000.0, kd: float = 40.0,
-                         foot_radius: float = 0.02, truth: dict | None = None):
+                         foot_radius: float = 0.02, truth: dict | None = None, friction_scale: float = 1.0):
     """The floating B1 with four-bar knees (``b1_fourbar``) standing or stepping in place in MuJoCo.
 
     Truth: `mujoco_sim.draw_truth` (inertias, friction ∝ effort limit, armature ∝ M_ii) with the passive
@@ -527,7 +527,9 @@ def simulate_loop_stance(robot: RobotModel, desc: LoopDescription, duration: flo
     posture. Joint PD on the actuated joints, ``kp``/``kd`` at the hip and thigh and ``kp·r²``/``kd·r²``
     at the knee motor (r = dq_calf/dq_motor at the standing posture, so that the calf sees ``kp``).
     ``truth``: a previous result's truth record (held-out logs of the same robot; ``seed`` then only
-    draws the noise). Returns ``(StanceResult of all joints, Log of the encoded joints (efforts of the
+    draws the noise). ``friction_scale`` multiplies the drawn dry friction fc (MuJoCo ``frictionloss``;
+    stiction stays; 0.25 → 0.5 % of the effort limit instead of 2 %).
+    Returns ``(StanceResult of all joints, Log of the encoded joints (efforts of the
     actuated ones), max closure violation [m])``.
     """
     import mujoco
@@ -562,6 +564,8 @@ def simulate_loop_stance(robot: RobotModel, desc: LoopDescription, duration: flo
     drawn = stance_truth(robot, seed, feet, foot_radius)
     if truth is not None:
         drawn = _given_truth(truth, robot)
+    if truth is None and friction_scale != 1.0:
+        drawn["fc"] = np.asarray(drawn["fc"], float) * float(friction_scale)
     passive = [names.index(j) for j in desc.passive]
     for key in ("fc", "fv", "armature"):
         drawn[key][passive] = 0.0

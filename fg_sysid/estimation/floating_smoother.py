@@ -31,6 +31,9 @@ Factors (all whitened; σ's in SI units):
   limbs (paper 004 Sec. I-C / IX-C), each a soft prior or a constraint.
 
 * optionally (``impacts=True``) reset maps with impulses at touchdowns (eqs. 7–11, `_setup_impacts`).
+* closed loops (``robot.loops``, e.g. ``b1_fourbar``): closure forces as a knot block after the contact
+  forces, Gᵀλ in the inverse dynamics, passive-joint rows and closures as constraints
+  (`floating_loops`, docs/loops-floating.md).
 
 Stages (docs/floating-base.md): states with θ held → all, raw inertial parameters → weakly determined
 inertial directions back to the prior → requested (log-Cholesky) parameterization, consistent set →
@@ -76,7 +79,7 @@ from ..factors.parameter_priors import (
 from ..layout import ParameterLayout
 from ..parameterizations import check_physical_consistency
 from ..robots import RobotModel
-from . import terms
+from . import floating_loops, terms
 from .floating_baseline import manifold_sg_states
 from .linear_solver import SingularSystemError
 from .noise import highfreq_noise_std, knot_stride_from_log, savgol_derivatives
@@ -95,6 +98,7 @@ CONSTRAINT_UNITS = {
     "contact_height": "m",
     "total_mass": "kg",
     "symmetry": "SI",
+    **floating_loops.CONSTRAINT_UNITS,  # closed loops (issue 11)
 }
 
 
@@ -326,6 +330,8 @@ class FloatingBaseSmoother(JointSmoother):
             self._fids.append(self._kin_model.getFrameId(f))
         self.nf = len(self._fids)
         self.nx = 3 * robot.nv + 3 * self.nf
+        if robot.loops:  # closed loops (issue 11): the closure-force block after the contact forces
+            self.nx += floating_loops.n_rows(robot)
         self._offset = np.array([0.0, 0.0, -self.radius_])
         self._contact = ContactGeneralizedForces(robot.model, self._fids, self.radius_)
         return self
@@ -353,7 +359,7 @@ class FloatingBaseSmoother(JointSmoother):
         Jx[:, :, :nv] = lin.Jq - dq
         Jx[:, :, nv : 2 * nv] = lin.Jv
         Jx[:, :, 2 * nv : 3 * nv] = lin.Ja
-        Jx[:, :, 3 * nv :] = -dl
+        Jx[:, :, 3 * nv : 3 * nv + dl.shape[2]] = -dl
         return lin.r, Jx, lin.Jtheta
 
     def forces_world(self, q, lam) -> np.ndarray:
@@ -366,15 +372,13 @@ class FloatingBaseSmoother(JointSmoother):
     def _fit(self, log: Log) -> FloatingBaseSmoother:  # JointSmoother.fit wraps it (BLAS threads)
         t_start = time.perf_counter()
         robot = self.robot
-        if robot.loops:  # closed loops (issue 11): fixed bases only so far (estimation/loop_terms.py)
-            names = ", ".join(c.name for c in robot.loops)
-            raise EstimationError(f"robot {robot.name!r} has closed loops ({names}): the floating-base "
-                                  "smoother does not support loop closures yet")
         if tuple(log.joint_names) != tuple(robot.joint_names):
             raise EstimationError(
                 f"log joints {list(log.joint_names)} do not match robot {robot.name!r} joints "
                 f"{list(robot.joint_names)}"
             )
+        if robot.loops:  # closed loops (issue 11): unencoded joints filled in from the closures
+            log = floating_loops.prepare_log(self, log)
         self.setup(log)
         nv, iv = robot.nv, robot.joint_index_v()
         has_base = log.base_pos is not None and log.base_quat is not None
@@ -496,12 +500,16 @@ class FloatingBaseSmoother(JointSmoother):
         self._p_scale = None
         theta = self._use_parameterization("raw", p_bar)
         unmeasured = [j for j, m_ in zip(robot.joint_names, log.tau_measured, strict=True) if not m_]
+        if robot.loops:  # passive joints have no effort by design (and no decoupled-LS start)
+            unmeasured = [j for j in unmeasured if j not in robot.actuation.passive]
         if unmeasured:
             warnings.warn(f"efforts not measured for joints {unmeasured}: their inverse-dynamics rows are "
                           "left out (and the least-squares initial θ, which needs every effort, is skipped)",
                           stacklevel=3)
         use_ls = self.init == "ls" and has_base and not unmeasured
         p_init = self._initial_parameters(log, qfull, p_bar) if use_ls else None
+        if p_init is not None and robot.loops:  # passive joints: no rotor (issue 11)
+            p_init = floating_loops.fix_passive(robot, self.layout_, p_init)
         if p_init is not None:
             self._p_scale = np.where(np.arange(p_bar.size) < 10 * robot.n_bodies, p_bar,
                                      np.maximum(p_init, p_bar))
@@ -520,6 +528,9 @@ class FloatingBaseSmoother(JointSmoother):
                     lam0[k, 3 * i : 3 * i + 3] = d.oMf[fid].rotation.T @ np.array([0, 0, mass * GRAVITY / ns])
         x = (q0, v0, a0, lam0)
         self._proj_whitener = None
+        if robot.loops:  # closure-consistent initial states and closure forces λ_L (issue 11)
+            self.problem_ = self._build_problem(noise)
+            x = floating_loops.init_forces(self, floating_loops.project_states(self, x), theta)
         self.problem_ = self._build_problem(noise)
         self._initial_cost = self.problem_.cost(x, theta)
         # stage 1: states and forces with θ held at the prior mean
@@ -534,7 +545,8 @@ class FloatingBaseSmoother(JointSmoother):
             history += hist
             if rnd == rounds - 1:
                 break
-            r = self.id_factor(*x, theta, self._taum, jacobians=False)[0]
+            r = (floating_loops.id_residual(self, x, theta) if robot.loops  # closure forces (issue 11)
+                 else self.id_factor(*x, theta, self._taum, jacobians=False)[0])
             rms = np.sqrt(np.mean(r**2, axis=0))
             noise.tau = np.maximum(noise.tau, rms[iv])
             noise.source["tau"] = f"re-estimated from inverse-dynamics residuals (round {rnd + 1})"
@@ -565,6 +577,9 @@ class FloatingBaseSmoother(JointSmoother):
                 )
                 history += hist
             theta = self._consistent_with_equalities(theta)
+        if robot.loops:  # states, contact and closure forces re-equilibrated at this θ first (issue 11)
+            x, _, _, hist = self._run(x, theta, noise, rounds + 2, freeze_theta=True)
+            history += hist
         # stage 4: the constraints to tolerance at this θ (augmented Lagrangian on states and forces)
         self.problem_ = self._build_problem(noise)
         viol = self.constraint_violations(x, theta)
@@ -574,6 +589,9 @@ class FloatingBaseSmoother(JointSmoother):
                 self.problem_, x, theta, self.constraint_rounds, self.constraint_tol, freeze_theta=True,
                 initial_scale=self.AL_INITIAL_SCALE)
             history += hist
+        if robot.loops:  # final projection of the passive joints onto the closures (issue 11)
+            x = floating_loops.project_states(self, x)
+            viol = self.constraint_violations(x, theta)
         self._finish(log, x, theta, noise, t, history, converged, viol, al_rounds, t_start)
         return self
 
@@ -588,9 +606,12 @@ class FloatingBaseSmoother(JointSmoother):
         from .floating_baseline import DecoupledFloatingBaseLS
 
         try:
-            A, b, _, _, _ = DecoupledFloatingBaseLS(velocity_scale=self.friction_velocity_scale).system(
-                qfull, log.t, np.nan_to_num(np.asarray(log.tau, float)), log.contacts, self.robot
-            )
+            if self.robot.loops:  # contact and closure forces eliminated (issue 11)
+                A, b = floating_loops.projected_system(self, log, qfull)
+            else:
+                A, b, _, _, _ = DecoupledFloatingBaseLS(velocity_scale=self.friction_velocity_scale).system(
+                    qfull, log.t, np.nan_to_num(np.asarray(log.tau, float)), log.contacts, self.robot
+                )
         except ValueError as e:
             warnings.warn(
                 f"least-squares initial parameters unavailable ({e}); starting at the prior mean",
@@ -733,6 +754,10 @@ class FloatingBaseSmoother(JointSmoother):
         )
         self._id = InverseDynamicsResidual(self.layout_)
         theta_bar, theta_std = self.layout_.prior(self.prior_relative, mean_physical=self._p_bar)
+        if self.robot.loops:  # passive joints have no rotor (issue 11)
+            from . import loop_terms
+
+            theta_bar, theta_std = loop_terms.adjust_prior(self.robot, self.layout_, theta_bar, theta_std)
         self._theta_bar, self._theta_std = theta_bar, theta_std
         self._setup_parameter_constraints(theta_bar)
         theta, _ = self.layout_.to_theta_projected(p_now, self._p_bar)
@@ -817,12 +842,14 @@ class FloatingBaseSmoother(JointSmoother):
 
     # ------------------------------------------------------------------ result
     def _finish(self, log, x, theta, noise, t, history, converged, viol, al_rounds, t_start):
-        q, v, a, lam = x
+        q, v, a, lam = x[:4]
         self.states_ = x  # final knot states (q, v, a, λ), the problem's variables with θ = result_.theta
         robot = self.robot
         iv = robot.joint_index_v()
         cov = self._lm.covariance(self.problem_, x, theta)
         r_id = self.id_factor(q, v, a, lam, theta, self._taum, jacobians=False)[0]
+        if robot.loops:  # with the closure forces (issue 11)
+            r_id = floating_loops.id_residual(self, x, theta)
         fw = self.forces_world(q, lam)
         cols = {}
         for i, c in enumerate("xyz"):
@@ -836,6 +863,8 @@ class FloatingBaseSmoother(JointSmoother):
             for j, c in enumerate("xyz"):
                 cols[f"force.{f}.{c}"] = fw[:, i, j]
         max_viol = {k: float(np.abs(val).max()) if np.size(val) else 0.0 for k, val in viol.items()}
+        if robot.loops:  # loop constraints in SI units (issue 11)
+            max_viol = floating_loops.residuals_si(viol)
         p = self.layout_.to_physical(theta)
         mass = float(np.sum(self.layout_.split(p)[0][:, 0]))
         extras = {
@@ -874,6 +903,8 @@ class FloatingBaseSmoother(JointSmoother):
                 "joint_effort_residual_rms": np.sqrt(np.mean(r_id[:, iv] ** 2, axis=0)).tolist(),
             }
         }
+        if robot.loops:  # closures, actuation, motor-side parameters (issue 11)
+            extras.update(floating_loops.summary_extras(self, x, theta))
         self.result_ = IdentificationResult.build(
             layout=self.layout_,
             theta=theta,
@@ -1036,13 +1067,18 @@ class FloatingBaseSmoother(JointSmoother):
         iv = robot.joint_index_v()
         N = self._qm.shape[0]
         sc = self.SIGMA_CONSTRAINT
-        problem = Problem(self._space, (("q", nv), ("v", nv), ("a", nv), ("lam", 3 * nf)), self.layout_.n)
+        blocks = (("q", nv), ("v", nv), ("a", nv), ("lam", 3 * nf))
+        if robot.loops:  # closure forces λ_L (issue 11)
+            blocks += floating_loops.extra_blocks(robot)
+        problem = Problem(self._space, blocks, self.layout_.n)
         # encoders (+ base pose)
         wq = np.zeros(nv)
         wq[iv] = 1.0 / noise.q
         if self._has_base:
             wq[:3] = 1.0 / self.sigma_base_pos
             wq[3:6] = 1.0 / self.sigma_base_rot
+        if robot.loops:  # unencoded joints: states from the closures (issue 11)
+            wq = floating_loops.encoder_weights(robot, wq)
         problem.add(terms.encoders(problem, self._qm, wq))
         if not self._has_base:  # anchor the first knot's base position and yaw (gauge); roll/pitch: IMU
             wb = np.zeros((N, nv))
@@ -1051,6 +1087,8 @@ class FloatingBaseSmoother(JointSmoother):
         if self._vm is not None:
             wv = np.zeros(nv)
             wv[iv] = 1.0 / noise.v
+            if robot.loops:  # (issue 11)
+                wv = floating_loops.encoder_weights(robot, wv)
             problem.add(terms.velocities(problem, self._vm, wv))
         # IMU
         if self._gyro is not None:
@@ -1089,6 +1127,8 @@ class FloatingBaseSmoother(JointSmoother):
         for name, fn, hard, std in self._parameter_row_functions():
             sigma = (sc[name] if name == "total_mass" else std) if hard else std
             problem.add(terms.theta_rows(name, fn, sigma, hard))
+        if robot.loops:  # closed loops (issue 11): `floating_loops.finish_problem`
+            problem = floating_loops.finish_problem(problem, self, noise)
         return self._add_extra_terms(problem)
 
     def _energy_data(self, log: Log):
