@@ -565,7 +565,7 @@ class OnlineEstimator:
         joints — the whitened inverse-dynamics residual at the knots' current estimates and θ
         (σ_τ [N·m]: the warm-up smoother's effort noise). The statistic of `online_change`."""
         c = self._chain
-        q, v, a = c.states(slice(j0, j1))
+        q, v, a = c.states(slice(j0, j1))[:3]
         b = slice(c.o + j0, c.o + j1)
         r = self.smoother_._id.evaluate(q, v, a, self._taum[b], c.theta, jacobians=False).r
         w = np.zeros(self.robot.nv)

@@ -380,8 +380,8 @@ class KnotChain:
         T[-1, :nt] += Hxp.T @ d
         T[-1, -1] += 2.0 * d @ Hx1 + d @ Hd
         F[:, -1] = Hx1 + Hd
-        q, v, a = self.estimate(p)
-        self.xq[p], self.xv[p], self.xa[p] = q, v, a
+        for blk, val in zip(self._blocks(), self.estimate(p), strict=True):
+            blk[p] = val
         self.dx[p] = 0.0
         self.thbar[p] = self.theta
         self._linearize_knot(0)
