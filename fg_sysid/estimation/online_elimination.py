@@ -247,6 +247,11 @@ class KnotChain:
         else:
             self.xv[p] = v if v is not None else 0.0
             self.xa[p] = 0.0
+        self._commit_knot(p)
+
+    def _commit_knot(self, p: int) -> None:
+        """Append the knot whose linearization point was just written at buffer position p: θ̄, δx = 0,
+        no prior, then linearize it and its pair factor and mark the elimination to restart there."""
         self.thbar[p] = self.theta
         self.dx[p] = 0.0
         self.Px[p], self.Py[p], self.pcc[p] = 0.0, 0.0, 0.0

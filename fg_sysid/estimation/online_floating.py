@@ -210,16 +210,7 @@ class FloatingKnotChain(KnotChain):
             self.xv[p, iv] = v
         self.xl[p] = self._initial_forces(qm, f, None if prev is None else prev[3],
                                           None if self.n == 0 else est._flags_b[p - 1])
-        self.thbar[p] = self.theta
-        self.dx[p] = 0.0
-        self.Px[p], self.Py[p], self.pcc[p] = 0.0, 0.0, 0.0
-        self.n += 1
-        self._linearize_knot(self.n - 1)
-        if self.n > 1:
-            self._linearize_pair(self.n - 2)
-            self.restart = min(self.restart, self.n - 2)
-        else:
-            self.restart = min(self.restart, 0)
+        self._commit_knot(p)
 
     def _initial_forces(self, q, stance, lam_prev, stance_prev) -> np.ndarray:
         lam = np.zeros(3 * self.nf)
@@ -285,7 +276,7 @@ class FloatingOnlineEstimator(OnlineEstimator):
                              "only")
         if not (np.isfinite(constraint_scale) and constraint_scale > 0):
             raise ValueError(f"constraint_scale must be a positive number, got {constraint_scale}")
-        # the change detector scores the fixed-base inverse-dynamics residual: not wired for floating bases yet
+        # the change detector scores the fixed-base inverse-dynamics residual: not wired for floating bases
         kw.setdefault("change_detection", False)
         super().__init__(robot, lag=lag, knot_rate=knot_rate, forgetting=forgetting, warmup=warmup,
                          smoother_options=opts, verbose=verbose, **kw)
