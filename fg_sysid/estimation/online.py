@@ -365,12 +365,12 @@ class OnlineEstimator:
 
     def _validate(self, s: _Samples):
         """Drop bad samples with a message each: NaN/inf time, t not after the last accepted sample, NaN in
-        q, v, or a measured effort column."""
-        names = self.robot.joint_names
+        a column of `_checked_columns` (q, v, a measured effort column), or a subclass's `_sample_culprit`."""
         keep = np.ones(s.t.size, bool)
         msgs = []
         last = self._last_t
         tau_req = self._tau_measured if self._tau_measured is not None else ~np.all(np.isnan(s.tau), axis=0)
+        cols = self._checked_columns(s, tau_req)
         for i in range(s.t.size):
             ti = s.t[i]
             culprit = None
@@ -380,13 +380,15 @@ class OnlineEstimator:
                 culprit = (f"t is not after the last accepted sample t={last:.6f} s "
                            f"({'repeated' if ti == last else 'out of order'})")
             else:
-                for col, arr, req in (("q", s.q, None), ("v", s.v, None), ("tau", s.tau, tau_req)):
+                for col, arr, labels, req in cols:
                     if arr is None:
                         continue
                     bad = ~np.isfinite(arr[i]) if req is None else (~np.isfinite(arr[i]) & req)
                     if np.any(bad):
-                        culprit = f"NaN/inf in {col}[{names[int(np.argmax(bad))]}]"
+                        culprit = f"NaN/inf in {col}[{labels[int(np.argmax(bad))]}]"
                         break
+                if culprit is None:
+                    culprit = self._sample_culprit(s, i)
             if culprit is not None:
                 keep[i] = False
                 msgs.append(f"sample at t={ti:.6f} s rejected: {culprit}")
@@ -395,7 +397,19 @@ class OnlineEstimator:
         self._last_t = last
         if not keep.any():
             return None, msgs
-        return _Samples(s.t[keep], s.q[keep], None if s.v is None else s.v[keep], s.tau[keep]), msgs
+        return self._keep_rows(s, keep), msgs
+
+    def _checked_columns(self, s, tau_req) -> list:
+        """(name, array or None, labels, required mask or None) of the columns a sample must have finite."""
+        names = self.robot.joint_names
+        return [("q", s.q, names, None), ("v", s.v, names, None), ("tau", s.tau, names, tau_req)]
+
+    def _sample_culprit(self, s, i: int) -> str | None:
+        """A subclass's extra check of sample i (after the finite-column checks); None = good."""
+        return None
+
+    def _keep_rows(self, s: _Samples, keep: np.ndarray) -> _Samples:
+        return _Samples(s.t[keep], s.q[keep], None if s.v is None else s.v[keep], s.tau[keep])
 
     # ------------------------------------------------------------------ warm-up
     def _warmup_feed(self, s: _Samples, msgs: list) -> None:

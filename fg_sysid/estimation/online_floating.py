@@ -340,52 +340,25 @@ class FloatingOnlineEstimator(OnlineEstimator):
         return _FSamples(base.t, base.q, base.v, base.tau, vec["base_pos"], vec["base_quat"], vec["imu_gyro"],
                          vec["imu_acc"], vec["imu_quat"], C, F)
 
-    def _validate(self, s: _FSamples):
-        """Drop bad samples with a message each: the joint checks of `OnlineEstimator` plus NaN/inf in the
-        base pose, IMU or measured contact forces, and contact flags that are not 0/1."""
-        names = self.robot.joint_names
-        keep = np.ones(s.t.size, bool)
-        msgs = []
-        last = self._last_t
-        tau_req = self._tau_measured if self._tau_measured is not None else ~np.all(np.isnan(s.tau), axis=0)
-        cols = [("q", s.q, names), ("v", s.v, names), ("tau", s.tau, names)]
-        cols += [(k, getattr(s, k), "wxyz" if VECTOR_FIELDS[k] == 4 else "xyz") for k in VECTOR_FIELDS]
-        for i in range(s.t.size):
-            ti = s.t[i]
-            culprit = None
-            if not np.isfinite(ti):
-                culprit = "time t is not finite"
-            elif ti <= last:
-                culprit = (f"t is not after the last accepted sample t={last:.6f} s "
-                           f"({'repeated' if ti == last else 'out of order'})")
-            else:
-                for col, arr, labels in cols:
-                    if arr is None:
-                        continue
-                    bad = ~np.isfinite(arr[i])
-                    if col == "tau":
-                        bad &= tau_req
-                    if np.any(bad):
-                        culprit = f"NaN/inf in {col}[{labels[int(np.argmax(bad))]}]"
-                        break
-                if culprit is None:
-                    c = s.contacts[i]
-                    bad = ~((c == 0.0) | (c == 1.0))
-                    if np.any(bad):
-                        foot = self.feet_[int(np.argmax(bad))]
-                        culprit = f"contact flag of {foot} is {float(c[bad][0]):g}, not 0 or 1"
-                    elif s.forces is not None and not np.all(np.isfinite(s.forces[i])):
-                        foot = self.feet_[int(np.argmax(~np.all(np.isfinite(s.forces[i]), axis=1)))]
-                        culprit = f"NaN/inf in forces[{foot}]"
-            if culprit is not None:
-                keep[i] = False
-                msgs.append(f"sample at t={ti:.6f} s rejected: {culprit}")
-            else:
-                last = ti
-        self._last_t = last
-        if not keep.any():
-            return None, msgs
-        return s.rows(keep), msgs
+    def _checked_columns(self, s: _FSamples, tau_req) -> list:
+        """The joint columns of `OnlineEstimator` plus the base pose, IMU and measured contact forces."""
+        return super()._checked_columns(s, tau_req) + [
+            (k, getattr(s, k), "wxyz" if VECTOR_FIELDS[k] == 4 else "xyz", None) for k in VECTOR_FIELDS]
+
+    def _sample_culprit(self, s: _FSamples, i: int) -> str | None:
+        """Contact flags that are not 0/1, NaN/inf in a measured contact force."""
+        c = s.contacts[i]
+        bad = ~((c == 0.0) | (c == 1.0))
+        if np.any(bad):
+            foot = self.feet_[int(np.argmax(bad))]
+            return f"contact flag of {foot} is {float(c[bad][0]):g}, not 0 or 1"
+        if s.forces is not None and not np.all(np.isfinite(s.forces[i])):
+            foot = self.feet_[int(np.argmax(~np.all(np.isfinite(s.forces[i]), axis=1)))]
+            return f"NaN/inf in forces[{foot}]"
+        return None
+
+    def _keep_rows(self, s: _FSamples, keep: np.ndarray) -> _FSamples:
+        return s.rows(keep)
 
     def _record(self, t: float) -> dict:
         """The floating columns of the current chunk's sample at time t (for `FloatingKnotChain.append`)."""
