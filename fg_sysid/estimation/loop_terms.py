@@ -26,6 +26,7 @@ the gear ratio N (I_m = A / N², f_m = f / N). Passive joints have no rotor: the
 from __future__ import annotations
 
 import warnings
+import weakref
 
 import numpy as np
 import pandas as pd
@@ -136,6 +137,11 @@ def initial_parameters(smoother, log: Log):
     from . import loop_init
 
     layout = smoother.layout_
+    if PASSIVE_FRICTION == "collinear" and passive_mask(smoother.robot).any():  # issue 11 (knee)
+        try:
+            decide_passive_friction(smoother, loop_init.states(smoother, log))
+        except (ValueError, np.linalg.LinAlgError) as e:
+            smoother._log(f"passive friction: constraint-elimination states unavailable ({e}); all estimated")
     mean = None if smoother.prior_mean is None else smoother._from_baseline_layout(smoother.prior_mean)
     theta_bar, theta_std = adjust_prior(smoother.robot, layout,
                                         *layout.prior(smoother.prior_relative, mean_physical=mean))
@@ -243,10 +249,60 @@ def force_scale(robot) -> float:
 
 
 # ------------------------------------------------------------------------------------------ smoother hooks
+#: which passive joints' friction `adjust_prior` holds at its URDF value (issue 11, B1 knee): "collinear"
+#: (default) those whose friction the training log cannot separate from an actuated joint's — on the B1
+#: four-bar the rod pin's and the motor's friction are collinear in the torques (data correlation −0.999
+#: for fc, −1.000 for fv: `loop_identifiability`), so only their reflected sum is determined and it is
+#: given to the motor (the drive's effective friction); "all"; "none" (every pin estimated, as before).
+#: The decision is made on the constraint-elimination states in `initial_parameters` (fixed-base smoother
+#: with init="ls-sg"); without it (other inits, the floating smoother) "collinear" fixes nothing.
+PASSIVE_FRICTION = "collinear"
+#: per fit (keyed by its layout): {passive joint: reason} decided by `initial_parameters`
+_FIXED_PINS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def fixed_passive_friction(robot, layout) -> dict:
+    """{passive joint: reason} whose friction `adjust_prior` holds at its URDF value (`PASSIVE_FRICTION`)."""
+    if PASSIVE_FRICTION == "none":
+        return {}
+    act = actuation_of(robot)
+    if PASSIVE_FRICTION == "all":
+        return {j: "PASSIVE_FRICTION = 'all'" for j in robot.joint_names if j in act.passive}
+    if PASSIVE_FRICTION != "collinear":
+        raise ValueError(f"PASSIVE_FRICTION must be 'collinear', 'all' or 'none', not {PASSIVE_FRICTION!r}")
+    return dict(_FIXED_PINS.get(layout, {}))
+
+
+def decide_passive_friction(smoother, states) -> dict:
+    """Record, for this fit, the passive joints whose friction is collinear with an actuated joint's on
+    the closed ``states`` (`loop_init.states`: `loop_identifiability.collinear_passive_friction`, effort
+    noise by `highfreq_noise_std` of the logged actuated efforts); returns {joint: reason}."""
+    from . import loop_identifiability
+
+    robot = smoother.robot
+    k = np.flatnonzero(states.keep)
+    sig = np.ones(robot.n_joints)
+    sig[~passive_mask(robot)] = np.maximum(np.nan_to_num(highfreq_noise_std(states.tau_raw), nan=1.0), 1e-6)
+    try:
+        pins = loop_identifiability.collinear_passive_friction(
+            robot, states.q[k], states.v[k], states.a[k], sig,
+            velocity_scale=float(smoother.friction_velocity_scale or 0.05))
+    except (ValueError, np.linalg.LinAlgError) as e:
+        smoother._log(f"passive friction: collinearity not computed ({e}); all estimated")
+        pins = {}
+    _FIXED_PINS[smoother.layout_] = pins
+    for j, why in pins.items():
+        smoother._log(f"passive friction of {j} held at its URDF value: {why}")
+    return pins
+
 def adjust_prior(robot, layout, theta_bar, theta_std):
-    """Passive joints have no rotor: armature prior mean at the floor (1e-9 kg·m²) with a tight std. (Their
-    pin friction stays free: pinning it at zero was tried on the B1 knee four-bar and made the knee torque
-    worse, 2.86 → 3.96 % held-out, without freeing the motor's viscous friction from its floor.)"""
+    """Passive joints have no rotor: armature prior mean at the floor (1e-9 kg·m²) with a tight std. The
+    friction of the passive joints in `fixed_passive_friction` (`PASSIVE_FRICTION`: by default those the
+    log cannot separate from an actuated joint's) is held at its URDF <dynamics> value (std 1e-6 in θ;
+    values below 1e-3 × the prior's floors are raised to that); the other pins' friction stays free.
+    (Pinning every pin's friction was tried before the loop initialization was fixed and made the B1 knee
+    worse, 2.86 → 3.96 % held-out; re-measured with the fixed initialization: docs/benchmarks.md, "B1 knee:
+    friction through the linkage".)"""
     pas = passive_mask(robot)
     if not pas.any():
         return theta_bar, theta_std
@@ -254,6 +310,20 @@ def adjust_prior(robot, layout, theta_bar, theta_std):
     idx = np.arange(layout.s_armature.start, layout.s_armature.stop)[pas]
     theta_bar[idx] = layout.armature.to_theta(np.full(idx.size, layout.armature.FLOOR))
     theta_std[idx] = 1e-6
+    fixed = fixed_passive_friction(robot, layout)  # issue 11 (knee): see `PASSIVE_FRICTION`
+    if fixed:
+        kf = layout.kf
+        fr = np.arange(layout.s_friction.start, layout.s_friction.stop).reshape(layout.nj, kf)
+        sfx = list(layout.friction.suffixes)
+        urdf = {"fc": np.asarray(robot.urdf_friction, float), "fv": np.asarray(robot.urdf_damping, float)}
+        for j in [robot.joint_names.index(n) for n in fixed]:
+            if "fc" in sfx and "fv" in sfx:  # the URDF <dynamics> value (0 for a frictionless pin), not
+                phys = layout.friction.to_physical(theta_bar[fr[j]])  # the prior's floor (1e-3 N·m)
+                for s_ in ("fc", "fv"):
+                    phys[sfx.index(s_)] = max(float(urdf[s_][j]), 1e-3 * getattr(
+                        layout.friction, f"{s_.upper()}_FLOOR", 1e-3))
+                theta_bar[fr[j]] = layout.friction.to_theta(phys)
+            theta_std[fr[j]] = 1e-6
     return theta_bar, theta_std
 
 
@@ -385,7 +455,28 @@ def summary_extras(smoother, theta) -> dict:
         "constraint_residual_max": c, "tolerance": CONSTRAINT_TOL, "rounds": rounds,
         "satisfied": bool(c) and max(c.values()) <= CONSTRAINT_TOL,
         "motor_parameters": motor.to_dict(orient="records"),
+        "friction_identifiability": friction_identifiability(smoother, theta),  # issue 11 (knee)
     }}
+
+
+def friction_identifiability(smoother, theta) -> list:
+    """``loops.friction_identifiability`` of a fixed-base looped fit (`loop_identifiability.summary_records`
+    at the fit's states and effort noise), [] when it cannot be computed (a note in the log)."""
+    from . import loop_identifiability
+
+    x = getattr(smoother, "states_", None)
+    if x is None or smoother.robot.floating_base:
+        return []
+    lay = smoother.layout_
+    est = dict(zip(lay.names, lay.to_physical(theta), strict=True))
+    vs = float(getattr(smoother, "friction_velocity_scale", 0.05) or 0.05)
+    try:
+        return loop_identifiability.summary_records(smoother.robot, x[0], x[1], x[2],
+                                                    np.asarray(smoother.noise_.tau, float), est,
+                                                    fixed_passive_friction(smoother.robot, lay), vs)
+    except (ValueError, np.linalg.LinAlgError, KeyError) as e:
+        smoother._log(f"friction identifiability not computed: {e}")
+        return []
 
 
 def predict_torque(robot, layout, theta, q, v, a) -> np.ndarray:

@@ -1,0 +1,324 @@
+"""Can the log separate a motor's friction from the friction of the passive joints it drives? (issue 11)
+
+Through a closed loop the viscous friction of a passive joint p acts on the motor a as
+``G_pa · fv_p · v_p`` with ``v_p = (G v_ind)_p`` (paper 000 eq. 19, v = G v_a; u = Gᵀ τ, eq. 23): on the B1
+four-bar knee v_calf = J v_motor with the transmission Jacobian J between 0.5 and 1.1, so the reflected
+calf viscous torque J² fv_calf v_motor is nearly proportional to the motor's own fv_motor v_motor. This
+module measures how well the data separate them and what they determine instead:
+
+* `friction_information` — the Fisher information of the constraint-eliminated regression u = Gᵀ W p
+  (paper 000 eqs. 27–29, rows weighted by 1/σ_τ) restricted to the friction parameters (fc, fv) of an
+  actuated joint and the passive joints it drives, **after marginalizing every other parameter**
+  (inertias, armatures, other friction: Schur complement with a pseudo-inverse, so structurally
+  unidentifiable inertial directions drop out). Returned: the data-only standard deviations (Cramér–Rao
+  bounds) of each parameter with the passive friction free and with it fixed, the correlation matrix, and
+  the weakest direction.
+* `effective_friction` — the identifiable combination at the motor: the least-squares projection of the
+  passive joints' reflected friction onto the motor's own columns,
+  ``fv_eff = fv_a + Σ_p c_p fv_p``, ``c_p = Σ_k G_pa,k v_p,k v_a,k / Σ_k v_a,k²`` (and the same for fc with
+  the tanh columns): the viscous coefficient a single motor-side law would need to give the same torques.
+* `loop_friction_report` — per actuated joint that drives passive joints: the above plus the smoother's
+  posterior correlation of the motor's and the passive joints' fv, and a verdict ``"identified"`` or
+  ``"unidentifiable: <reason, number>"`` (``summary.json`` → ``loops.friction_identifiability``).
+
+Units: SI (N·m, N·m·s/rad, rad/s); physical parameters in the smoother layout's units.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..robots.loops import passive_mask
+from .loop_baseline import full_regressor
+
+#: a parameter is "identified" when its data-only std (passive friction free) is at most this fraction of
+#: its magnitude: a 3σ band inside the issue's 10 % bar
+IDENTIFIED_REL_STD = 0.1 / 3
+#: at most this many samples of the trajectory enter the information (evenly spaced)
+MAX_ROWS = 2500
+
+
+@dataclass(frozen=True)
+class FrictionInformation:
+    """Fisher information of one actuated joint's friction and the passive friction it sees.
+
+    ``names`` the parameters (``<joint>.fc`` / ``<joint>.fv``); ``info`` (n, n) the marginal information
+    (other parameters eliminated) [1 / unit²]; ``std_free`` the data-only std of each with all of
+    ``names`` free; ``std_pins_fixed`` the std of the actuated joint's fc, fv when the passive joints'
+    friction is known (fixed); ``corr`` the correlation matrix of the marginal covariance; ``weakest`` the
+    unit eigenvector of ``info`` with the smallest eigenvalue (in units scaled by ``scale``) and
+    ``weakest_std`` its std; ``c`` the reflection coefficients of `effective_friction` per passive joint.
+    """
+
+    joint: str
+    passive: tuple
+    names: tuple
+    info: np.ndarray
+    std_free: np.ndarray
+    std_pins_fixed: np.ndarray
+    corr: np.ndarray
+    scale: np.ndarray
+    weakest: np.ndarray
+    weakest_std: float
+    c_fc: dict
+    c_fv: dict
+
+
+def _pinv_schur(I: np.ndarray, keep: np.ndarray) -> np.ndarray:
+    """Information of ``keep`` after eliminating the other parameters (Schur complement; pseudo-inverse
+    for directions the data do not see)."""
+    rest = ~keep
+    Ikk, Ikr, Irr = I[np.ix_(keep, keep)], I[np.ix_(keep, rest)], I[np.ix_(rest, rest)]
+    return Ikk - Ikr @ np.linalg.pinv(Irr, rcond=1e-10, hermitian=True) @ Ikr.T
+
+
+def trajectory_arrays(robot, trajectory):
+    """(q (N, nq), v (N, nv), a (N, nv)) of a fixed-base result's ``trajectory`` table (``q.<joint>`` …)."""
+    names = list(robot.joint_names)
+    N = len(trajectory)
+    q = np.tile(robot.neutral(), (N, 1))
+    v, a = np.zeros((N, robot.nv)), np.zeros((N, robot.nv))
+    iq, iv = robot.joint_index_q(), robot.joint_index_v()
+    for i, j in enumerate(names):
+        q[:, iq[i]] = trajectory[f"q.{j}"].to_numpy()
+        v[:, iv[i]] = trajectory[f"v.{j}"].to_numpy()
+        a[:, iv[i]] = trajectory[f"a.{j}"].to_numpy()
+    return q, v, a
+
+
+def friction_information(robot, q, v, a, sigma_tau, velocity_scale: float = 0.05,
+                         max_rows: int = MAX_ROWS) -> list[FrictionInformation]:
+    """`FrictionInformation` of every actuated joint that drives a passive joint, from closed states
+    (q, v, a) (N, nq / nv) [rad, rad/s, rad/s²] and the effort noise ``sigma_tau`` (per joint of the robot
+    [N·m], or a scalar). The regression is u = Gᵀ W p with W in paper 000's physical layout
+    (`loop_baseline.full_regressor`: π per body, (fc, fv) per joint with tanh(v / ``velocity_scale``),
+    armature per joint)."""
+    from ..robots.loop_kinematics import ClosureKinematics
+
+    names = list(robot.joint_names)
+    n = len(names)
+    iv = np.asarray(robot.joint_index_v(), int)
+    pas = passive_mask(robot)
+    act = np.flatnonzero(~pas)
+    dep_v = iv[pas]
+    sig = (np.broadcast_to(np.asarray(sigma_tau, float), (n,)) if np.ndim(sigma_tau)
+           else np.full(n, float(sigma_tau)))
+    ck = ClosureKinematics(robot.model, robot.loops)
+    N = q.shape[0]
+    rows = np.unique(np.linspace(0, N - 1, min(N, max_rows)).round().astype(int))
+    weight = N / rows.size  # the kept rows stand for all N samples
+    nb10 = 10 * robot.n_bodies
+    I = None
+    Gpa = np.zeros((rows.size, n, n))  # G[p, a] per sample (joint indices)
+    for r, k in enumerate(rows):
+        G, ind = ck.dependent_map(q[k], dep_v)
+        pos = {int(c): i for i, c in enumerate(ind)}
+        A = (G.T @ full_regressor(robot, q[k], v[k], a[k], velocity_scale))[[pos[int(iv[i])] for i in act]]
+        A = A / sig[act][:, None]
+        I = A.T @ A if I is None else I + A.T @ A
+        for i in act:
+            Gpa[r, :, i] = G[iv, pos[int(iv[i])]]
+    I = I * weight
+    col_fc = {j: nb10 + 2 * i for i, j in enumerate(names)}
+    col_fv = {j: nb10 + 2 * i + 1 for i, j in enumerate(names)}
+    out = []
+    vv = v[rows][:, iv]
+    tt = np.tanh(vv / velocity_scale)
+    for i in act:
+        driven = [p for p in np.flatnonzero(pas) if np.max(np.abs(Gpa[:, p, i])) > 1e-9]
+        if not driven:
+            continue
+        joint = names[i]
+        pnames = [names[p] for p in driven]
+        sel = [col_fc[joint], col_fv[joint]] + [c for p in pnames for c in (col_fc[p], col_fv[p])]
+        labels = [f"{joint}.fc", f"{joint}.fv"] + [f"{p}.{s}" for p in pnames for s in ("fc", "fv")]
+        keep = np.zeros(I.shape[0], bool)
+        keep[sel] = True
+        # order the kept block as `sel`
+        order = np.argsort(np.argsort(sel))
+        Im = _pinv_schur(I, keep)
+        Im = Im[np.ix_(order, order)]
+        cov = np.linalg.pinv(Im, rcond=1e-12, hermitian=True)
+        std_free = np.sqrt(np.clip(np.diag(cov), 0, None))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            corr = cov / np.outer(std_free, std_free)
+        # the actuated joint's (fc, fv) with the passive friction known: eliminate only the others
+        keep2 = np.zeros(I.shape[0], bool)
+        keep2[sel[:2]] = True
+        rest_no_pins = np.ones(I.shape[0], bool)
+        rest_no_pins[sel[2:]] = False  # pins' friction dropped (fixed)
+        I2 = I[np.ix_(rest_no_pins, rest_no_pins)]
+        k2 = keep2[rest_no_pins]
+        o2 = np.argsort(np.argsort(np.array(sel[:2])))
+        Im2 = _pinv_schur(I2, k2)[np.ix_(o2, o2)]
+        std_fixed = np.sqrt(np.clip(np.diag(np.linalg.pinv(Im2, hermitian=True)), 0, None))
+        scale = np.sqrt(np.clip(np.diag(Im), 1e-300, None))  # unit-information scaling
+        w, U = np.linalg.eigh(Im / np.outer(scale, scale))
+        weakest = U[:, 0] / scale
+        weakest = weakest / np.linalg.norm(weakest)
+        weakest_std = float(np.sqrt(max(weakest @ cov @ weakest, 0.0)))
+        den_v = float(np.sum(vv[:, i] ** 2))
+        den_t = float(np.sum(tt[:, i] ** 2))
+        c_fv = {names[p]: float(np.sum(Gpa[:, p, i] * vv[:, p] * vv[:, i]) / max(den_v, 1e-300))
+                for p in driven}
+        c_fc = {names[p]: float(np.sum(Gpa[:, p, i] * tt[:, p] * tt[:, i]) / max(den_t, 1e-300))
+                for p in driven}
+        out.append(FrictionInformation(joint, tuple(pnames), tuple(labels), Im, std_free, std_fixed, corr,
+                                       scale, weakest, weakest_std, c_fc, c_fv))
+    return out
+
+
+def effective_friction(fi: FrictionInformation, p: dict) -> dict:
+    """The identifiable combination at the motor (module docstring): ``fc_effective``, ``fv_effective``
+    from the physical parameters ``p`` (name → value)."""
+    fc = p[f"{fi.joint}.fc"] + sum(c * p[f"{j}.fc"] for j, c in fi.c_fc.items())
+    fv = p[f"{fi.joint}.fv"] + sum(c * p[f"{j}.fv"] for j, c in fi.c_fv.items())
+    return {"fc_effective": float(fc), "fv_effective": float(fv)}
+
+
+def _physical_cov(result) -> np.ndarray:
+    J = result.layout.jacobian(result.theta)
+    return J @ result.theta_cov @ J.T
+
+
+def loop_friction_report(result, robot, velocity_scale: float = 0.05) -> list[dict]:
+    """Per actuated joint that drives passive joints (smoother ``result`` on a looped ``robot``): the
+    motor's fc/fv estimate and posterior std, the effective (reflected-sum) fc/fv and their posterior std,
+    the smoother's posterior correlation of the motor's fv with each passive joint's fv, the data-only stds
+    of `friction_information` at the fit's trajectory (passive friction free / fixed), the weakest
+    direction, and a verdict per parameter: ``"identified"`` or ``"unidentifiable: <reason>"``."""
+    q, v, a = trajectory_arrays(robot, result.trajectory)
+    sig = np.asarray(result.noise["tau"], float)
+    infos = friction_information(robot, q, v, a, sig, velocity_scale)
+    est = dict(zip(result.names, result.estimate, strict=True))
+    idx = {n: i for i, n in enumerate(result.names)}
+    cov = _physical_cov(result)
+    out = []
+    for fi in infos:
+        j = fi.joint
+        eff = effective_friction(fi, est)
+        rec = {"joint": j, "passive": list(fi.passive)}
+        for s, cmap in (("fc", fi.c_fc), ("fv", fi.c_fv)):
+            g = np.zeros(len(result.names))
+            g[idx[f"{j}.{s}"]] = 1.0
+            for pj, c in cmap.items():
+                g[idx[f"{pj}.{s}"]] = c
+            k = fi.names.index(f"{j}.{s}")
+            val = est[f"{j}.{s}"]
+            rec[s] = float(val)
+            rec[f"{s}_std"] = float(np.sqrt(max(cov[idx[f'{j}.{s}'], idx[f'{j}.{s}']], 0.0)))
+            rec[f"{s}_effective"] = eff[f"{s}_effective"]
+            rec[f"{s}_effective_std"] = float(np.sqrt(max(g @ cov @ g, 0.0)))
+            rec[f"{s}_reflection"] = {pj: round(c, 4) for pj, c in cmap.items()}
+            rec[f"{s}_data_std_pins_free"] = float(fi.std_free[k])
+            rec[f"{s}_data_std_pins_fixed"] = float(fi.std_pins_fixed[k])
+            corr = {}
+            for pj in fi.passive:
+                a_, b_ = idx[f"{j}.{s}"], idx[f"{pj}.{s}"]
+                den = np.sqrt(cov[a_, a_] * cov[b_, b_])
+                corr[pj] = float(cov[a_, b_] / den) if den > 0 else float("nan")
+            rec[f"{s}_posterior_correlation"] = corr
+            rec[f"{s}_data_correlation"] = {pj: float(fi.corr[k, fi.names.index(f"{pj}.{s}")])
+                                            for pj in fi.passive}
+            rel = fi.std_free[k] / max(abs(val), 1e-12)
+            if rel <= IDENTIFIED_REL_STD:
+                rec[f"{s}_verdict"] = "identified"
+            else:
+                worst = max(fi.passive, key=lambda pj: abs(rec[f"{s}_data_correlation"][pj]))
+                rec[f"{s}_verdict"] = (
+                    f"unidentifiable: with the passive joints' friction free the data determine {j}.{s} "
+                    f"to ±{100 * rel:.0f} % (1σ; ±{100 * fi.std_pins_fixed[k] / max(abs(val), 1e-12):.1f} % "
+                    f"with it fixed): correlation {rec[f'{s}_data_correlation'][worst]:+.3f} with "
+                    f"{worst}.{s} through the linkage; the reflected sum {s}_effective = "
+                    f"{eff[f'{s}_effective']:.4g} is what the torques determine")
+        rec["weakest_direction"] = {n: round(float(x), 4) for n, x in zip(fi.names, fi.weakest, strict=True)}
+        rec["weakest_direction_std"] = fi.weakest_std
+        out.append(rec)
+    return out
+
+
+def knee_friction_report(result, robot) -> dict:
+    """The first entry of `loop_friction_report` flattened for a benchmark row (``fv_effective``,
+    ``posterior_correlation_fv`` with the first passive joint, verdicts)."""
+    rep = loop_friction_report(result, robot)
+    if not rep:
+        return {}
+    r = rep[0]
+    p0 = r["passive"][0]
+    return {"joint": r["joint"], "fv": r["fv"], "fv_effective": r["fv_effective"],
+            "fv_effective_std": r["fv_effective_std"], "fc_effective": r["fc_effective"],
+            "posterior_correlation_fv": r["fv_posterior_correlation"][p0],
+            "data_correlation_fv": r["fv_data_correlation"][p0],
+            "fv_data_std_pins_free": r["fv_data_std_pins_free"],
+            "fv_data_std_pins_fixed": r["fv_data_std_pins_fixed"],
+            "fv_verdict": r["fv_verdict"], "fc_verdict": r["fc_verdict"]}
+
+
+def summary_records(robot, q, v, a, sigma_tau, estimate: dict, fixed: dict,
+                    velocity_scale: float = 0.05) -> list[dict]:
+    """``summary.json`` → ``loops.friction_identifiability`` of a looped fit: per actuated joint that
+    drives passive joints, from the fit's states (q, v, a) and effort noise (data only, no posterior):
+    the stds of its fc / fv with the passive joints' friction free and fixed, the correlation with each
+    passive joint's, the reflected sum (`effective_friction`) at ``estimate`` and a verdict per parameter.
+    ``fixed``: {passive joint: reason} whose friction the estimator held at its URDF value
+    (`loop_terms.fixed_passive_friction`): the actuated joint's fc, fv then *are* the drive's effective
+    friction (identified when their std with the pins fixed is at most `IDENTIFIED_REL_STD`)."""
+    out = []
+    for fi in friction_information(robot, q, v, a, sigma_tau, velocity_scale):
+        eff = effective_friction(fi, estimate)
+        passive_fixed = any(pj in fixed for pj in fi.passive)
+        rec = {"joint": fi.joint, "passive": list(fi.passive),
+               "passive_friction_fixed": {pj: fixed[pj] for pj in fi.passive if pj in fixed}}
+        for s in ("fc", "fv"):
+            k = fi.names.index(f"{fi.joint}.{s}")
+            val = abs(float(estimate[f"{fi.joint}.{s}"]))
+            corr = {pj: float(fi.corr[k, fi.names.index(f"{pj}.{s}")]) for pj in fi.passive}
+            worst = max(fi.passive, key=lambda pj, c=corr: abs(c[pj]))
+            rel_free = float(fi.std_free[k] / max(val, 1e-12))
+            rel_fixed = float(fi.std_pins_fixed[k] / max(val, 1e-12))
+            split = (f"unidentifiable: separately from the passive joints' friction the data determine "
+                     f"{fi.joint}.{s} only to ±{100 * rel_free:.0f} % (1σ; ±{100 * rel_fixed:.1f} % with it "
+                     f"fixed): correlation {corr[worst]:+.3f} with {worst}.{s} through the linkage")
+            if rel_free <= IDENTIFIED_REL_STD:
+                verdict = "identified (also separately from the passive joints' friction)"
+            elif passive_fixed and rel_fixed <= IDENTIFIED_REL_STD:
+                pins = ", ".join(rec["passive_friction_fixed"])
+                verdict = (f"identified as the drive's effective (reflected-sum) friction with {pins} "
+                           f"friction held at the URDF value; {split}")
+            else:
+                verdict = split if rel_fixed <= IDENTIFIED_REL_STD else (
+                    f"unidentifiable: ±{100 * rel_fixed:.0f} % (1σ) even with the passive joints' friction "
+                    f"fixed: the log does not excite it")
+            rec[s] = {"estimate": float(estimate[f"{fi.joint}.{s}"]), "effective": eff[f"{s}_effective"],
+                      "reflection": {pj: float(c) for pj, c in (fi.c_fc if s == "fc" else fi.c_fv).items()},
+                      "data_std_passive_free": float(fi.std_free[k]),
+                      "data_std_passive_fixed": float(fi.std_pins_fixed[k]),
+                      "data_correlation": corr, "verdict": verdict}
+        out.append(rec)
+    return out
+
+
+#: a passive joint's friction is held at its prior value when its fc or fv column is at least this
+#: correlated (|ρ| of the data-only marginal covariance) with an actuated joint's: the split is then set
+#: by the prior, not the data (B1 four-bar rod pin: −0.999 / −1.000; its calf pin 0.23 / 0.61; the
+#: planar four-bar's coupler −0.97 / −0.91, rocker −0.75 / 0.02 — those stay estimated)
+COLLINEAR_CORRELATION = 0.99
+
+
+def collinear_passive_friction(robot, q, v, a, sigma_tau, threshold: float = COLLINEAR_CORRELATION,
+                               velocity_scale: float = 0.05) -> dict:
+    """Passive joints whose friction the data cannot separate from an actuated joint's friction, from
+    closed states (q, v, a) and the effort noise (`friction_information`): {passive joint: reason}."""
+    out = {}
+    for fi in friction_information(robot, q, v, a, sigma_tau, velocity_scale):
+        for pj in fi.passive:
+            for s in ("fc", "fv"):
+                rho = float(fi.corr[fi.names.index(f"{fi.joint}.{s}"), fi.names.index(f"{pj}.{s}")])
+                if abs(rho) >= threshold and pj not in out:
+                    k = fi.names.index(f"{fi.joint}.{s}")
+                    vif = fi.std_free[k] / max(fi.std_pins_fixed[k], 1e-300)
+                    out[pj] = (f"{pj}.{s} has correlation {rho:+.4f} with {fi.joint}.{s} (data only; "
+                               f"{fi.joint}.{s} std ×{vif:.0f} when the passive friction is free)")
+    return out

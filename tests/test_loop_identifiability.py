@@ -1,0 +1,119 @@
+"""Friction through a closed loop (issue 11, B1 four-bar knee): which passive pins' friction the torques
+cannot separate from the motor's (`fg_sysid.estimation.loop_identifiability`), the identifiable
+reflected sum, and the looped prior that holds such pins at their URDF value (`loop_terms.adjust_prior`).
+Exact in-class states of the shipped ``b1_leg_fourbar`` and ``fourbar`` (no fits: fast)."""
+
+import numpy as np
+import pytest
+
+from fg_sysid.datasets.mujoco_loops import simulate_loop_inclass
+from fg_sysid.estimation import loop_identifiability as li
+from fg_sysid.estimation import loop_terms
+from fg_sysid.estimation.loop_baseline import constrained_regressor, loop_states, parameter_names
+from fg_sysid.layout import ParameterLayout
+from fg_sysid.robots import load_robot
+from fg_sysid.robots.looped import load_loop_robot, loop_robot_path
+
+
+def _states(name, seed=0, duration=4.0, rate=250.0):
+    robot, desc = load_loop_robot(name)
+    sim = simulate_loop_inclass(robot, desc, duration, rate, 0.0, seed)
+    st = loop_states(robot, desc, sim.log, exact=True)
+    return load_robot(str(loop_robot_path(name))), robot, desc, st, sim
+
+
+@pytest.fixture(scope="module")
+def b1():
+    return _states("b1_leg_fourbar")
+
+
+def test_schur_complement_is_the_inverse_of_the_covariance_block():
+    rng = np.random.default_rng(0)
+    A = rng.normal(size=(40, 7))
+    info = A.T @ A
+    keep = np.array([0, 0, 1, 0, 1, 1, 0], bool)
+    np.testing.assert_allclose(np.linalg.inv(li._pinv_schur(info, keep)),
+                               np.linalg.inv(info)[np.ix_(keep, keep)], rtol=1e-8)
+
+
+def test_rod_pin_friction_is_collinear_with_the_knee_motor_friction(b1):
+    """The rod turns (relative to the crank) nearly as fast as the motor, the opposite way: its friction
+    reflected to the motor is the motor's own column, so the split is set by the prior, not the data.
+    The calf pin (transmission Jacobian 0.5–1.1) stays separable."""
+    robot_l, _, _, st, _ = b1
+    (fi,) = li.friction_information(robot_l, st.q, st.v, st.a, 0.01)
+    assert fi.joint == "FL_knee_motor" and set(fi.passive) == {"FL_calf_joint", "FL_rod_joint"}
+    c = {n: i for i, n in enumerate(fi.names)}
+    for s in ("fc", "fv"):
+        assert abs(fi.corr[c[f"FL_knee_motor.{s}"], c[f"FL_rod_joint.{s}"]]) > 0.99
+        assert abs(fi.corr[c[f"FL_knee_motor.{s}"], c[f"FL_calf_joint.{s}"]]) < 0.9
+        k = c[f"FL_knee_motor.{s}"]
+        assert fi.std_free[k] > 10 * fi.std_pins_fixed[k]  # the pin's friction costs > 10× the std
+    assert set(li.collinear_passive_friction(robot_l, st.q, st.v, st.a, 0.01)) == {"FL_rod_joint"}
+    # the weakest direction is the motor's friction against the rod's
+    w = dict(zip(fi.names, fi.weakest, strict=True))
+    assert abs(w["FL_knee_motor.fv"]) + abs(w["FL_rod_joint.fv"]) > 1.0
+
+
+def test_planar_fourbar_pins_stay_estimated():
+    robot_l, *_, st, _ = _states("fourbar", duration=3.0)
+    assert li.collinear_passive_friction(robot_l, st.q, st.v, st.a, 0.01) == {}
+
+
+def test_reflection_coefficients_against_the_constrained_regressor(b1):
+    """c_p of the effective friction = the LS projection of the pin's column of Gᵀ W (paper 000 eq. 28,
+    computed independently by `constrained_regressor`) onto the motor's own fv / fc column."""
+    robot_l, robot, desc, st, _ = b1
+    (fi,) = li.friction_information(robot_l, st.q, st.v, st.a, 0.01, max_rows=st.q.shape[0])
+    W = constrained_regressor(robot, desc, st)
+    names = parameter_names(robot)
+    m = list(st.actuated).index("FL_knee_motor")
+    for s, cmap in (("fv", fi.c_fv), ("fc", fi.c_fc)):
+        own = W[:, m, names.index(f"FL_knee_motor.{s}")]
+        for pj, c in cmap.items():
+            col = W[:, m, names.index(f"{pj}.{s}")]
+            assert c == pytest.approx(col @ own / (own @ own), rel=1e-6)
+    # the rod's friction reaches the motor almost one to one
+    assert 0.8 < fi.c_fv["FL_rod_joint"] < 1.1
+    eff = li.effective_friction(fi, {"FL_knee_motor.fc": 0.04, "FL_knee_motor.fv": 0.03,
+                                     "FL_calf_joint.fc": 0.0, "FL_calf_joint.fv": 0.0,
+                                     "FL_rod_joint.fc": 0.0, "FL_rod_joint.fv": 0.01})
+    assert eff["fv_effective"] == pytest.approx(0.03 + 0.01 * fi.c_fv["FL_rod_joint"])
+    assert eff["fc_effective"] == pytest.approx(0.04)
+
+
+def test_verdicts_name_the_pin_and_the_number(b1):
+    robot_l, _, _, st, sim = b1
+    p = sim.truth["parameters"]
+    est = {n: p[n] for n in parameter_names(load_loop_robot("b1_leg_fourbar")[0])}
+    free = li.summary_records(robot_l, st.q, st.v, st.a, 0.01, est, {})[0]
+    assert free["fv"]["verdict"].startswith("unidentifiable")
+    assert "FL_rod_joint.fv" in free["fv"]["verdict"] and "%" in free["fv"]["verdict"]
+    fixed = li.summary_records(robot_l, st.q, st.v, st.a, 0.01, est, {"FL_rod_joint": "collinear"})[0]
+    assert fixed["fv"]["verdict"].startswith("identified as the drive's effective")
+    assert fixed["passive_friction_fixed"] == {"FL_rod_joint": "collinear"}
+    # 5 s of noise-free-state data at σ_τ = 0.01: the motor's friction alone is determined to < 3 %
+    assert fixed["fv"]["data_std_passive_fixed"] < 0.03 * est["FL_knee_motor.fv"]
+
+
+def test_looped_prior_holds_only_the_decided_pins(b1, monkeypatch):
+    robot_l = b1[0]
+    lay = ParameterLayout.create(robot_l, "log-cholesky", "coulomb-viscous-scale", 0.05)
+    tb, ts = lay.prior(0.7)
+    fr = np.arange(lay.s_friction.start, lay.s_friction.stop).reshape(lay.nj, lay.kf)
+    i_rod, i_calf = robot_l.joint_names.index("FL_rod_joint"), robot_l.joint_names.index("FL_calf_joint")
+    # no decision recorded for this layout: every pin's friction keeps the wide prior
+    _, s0 = loop_terms.adjust_prior(robot_l, lay, tb, ts)
+    assert np.all(s0[fr[i_rod]] == ts[fr[i_rod]]) and np.all(s0[fr[i_calf]] == ts[fr[i_calf]])
+    loop_terms._FIXED_PINS[lay] = {"FL_rod_joint": "test"}
+    b1_, s1 = loop_terms.adjust_prior(robot_l, lay, tb, ts)
+    assert np.all(s1[fr[i_rod]] == 1e-6) and np.all(s1[fr[i_calf]] == ts[fr[i_calf]])
+    fc, fv = lay.friction.to_physical(b1_[fr[i_rod]])[:2]  # URDF value 0 → 1e-3 × the floors
+    assert fc < 1e-5 and fv < 1e-6
+    monkeypatch.setattr(loop_terms, "PASSIVE_FRICTION", "none")
+    assert loop_terms.fixed_passive_friction(robot_l, lay) == {}
+    monkeypatch.setattr(loop_terms, "PASSIVE_FRICTION", "all")
+    assert set(loop_terms.fixed_passive_friction(robot_l, lay)) == {"FL_calf_joint", "FL_rod_joint"}
+    monkeypatch.setattr(loop_terms, "PASSIVE_FRICTION", "bogus")
+    with pytest.raises(ValueError, match="PASSIVE_FRICTION"):
+        loop_terms.fixed_passive_friction(robot_l, lay)
