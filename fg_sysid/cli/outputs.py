@@ -370,6 +370,9 @@ def write_identification(out_dir, result, sg_filter, robot, log, log_path, robot
                   "Each round re-weights the inverse-dynamics factors with the effort noise re-estimated "
                   "from the previous round's residuals, so costs of different rounds are not comparable.", ""]
     lines += part.sections
+    from ..estimation.loop_identifiability import report_lines  # closed loops (issue 11, knee)
+
+    lines += report_lines(summary.get("loops", {}).get("friction_identifiability"))
     (out_dir / "report.md").write_text("\n".join(lines))
     report_html.write_report_html(out_dir, robot, table, summary, result=result, trajectory=part.trajectory,
                                   velocity_scale=options.get("friction_velocity_scale"), **part.html)

@@ -322,3 +322,26 @@ def collinear_passive_friction(robot, q, v, a, sigma_tau, threshold: float = COL
                     out[pj] = (f"{pj}.{s} has correlation {rho:+.4f} with {fi.joint}.{s} (data only; "
                                f"{fi.joint}.{s} std ×{vif:.0f} when the passive friction is free)")
     return out
+
+
+def report_lines(records) -> list[str]:
+    """report.md section of `summary_records` (``summary.json`` → ``loops.friction_identifiability``);
+    [] when there is none (tree robots, floating bases)."""
+    if not records:
+        return []
+    lines = ["## Closed loops: motor friction through the linkage", "",
+             "Data-only standard deviations (Fisher information of u = Gᵀ W p at the fit's states, other "
+             "parameters marginalized) of each actuated joint's friction with the passive joints' friction "
+             "free / held at its URDF value, the reflected sum the torques determine "
+             "(`fg_sysid/estimation/loop_identifiability.py`, docs/loops.md).", "",
+             "| joint | parameter | estimate | effective (reflected sum) | std, pins free | std, pins fixed "
+             "| verdict |", "|---|---|---|---|---|---|---|"]
+    for r in records:
+        for s in ("fc", "fv"):
+            d = r[s]
+            lines.append(f"| {r['joint']} | {s} | {d['estimate']:.4g} | {d['effective']:.4g} | "
+                         f"{d['data_std_passive_free']:.2g} | {d['data_std_passive_fixed']:.2g} | "
+                         f"{d['verdict']} |")
+        for pj, why in r.get("passive_friction_fixed", {}).items():
+            lines.append(f"\n- {pj}: friction held at its URDF value — {why}")
+    return lines + [""]

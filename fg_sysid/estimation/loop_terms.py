@@ -125,6 +125,7 @@ def setup(smoother, log: Log) -> Log:
         raise EstimationError("looped robots need the inverse-dynamics formulation (dynamics='inverse'): "
                               "the closure forces enter as Gᵀλ in its rows")
     smoother._loops = closures(smoother.robot)
+    smoother._loop_stick_sigma = None  # set by `initial_parameters` (issue 11, knee)
     return prepare_log(smoother.robot, log)
 
 
@@ -145,7 +146,10 @@ def initial_parameters(smoother, log: Log):
     mean = None if smoother.prior_mean is None else smoother._from_baseline_layout(smoother.prior_mean)
     theta_bar, theta_std = adjust_prior(smoother.robot, layout,
                                         *layout.prior(smoother.prior_relative, mean_physical=mean))
-    return loop_init.initial_parameters(smoother, log, theta_bar, theta_std)
+    p = loop_init.initial_parameters(smoother, log, theta_bar, theta_std)
+    if STICK_WEIGHTS:  # issue 11 (knee): friction-law error near velocity reversals, `loop_init.stick_sigma`
+        smoother._loop_stick_sigma = loop_init.stick_sigma(smoother, log, p)
+    return p
 
 
 def loop_kinematics(problem: Problem, L: LoopClosures, sigma_position=SIGMA_POSITION,
@@ -295,6 +299,24 @@ def decide_passive_friction(smoother, states) -> dict:
         smoother._log(f"passive friction of {j} held at its URDF value: {why}")
     return pins
 
+#: effort rows near velocity reversals down-weighted by the friction law's error there
+#: (`loop_init.stick_sigma`, set in `initial_parameters`); False: every row 1/σ_τ (as before)
+STICK_WEIGHTS = True
+
+
+def stick_factor(smoother, noise, act_v) -> np.ndarray:
+    """Weight factor (N_knots, n_actuated) of the effort rows: σ_τ / √(σ_τ² + σ_stick²) with the
+    smoother's ``_loop_stick_sigma`` (`loop_init.stick_sigma`), 1 where there is none."""
+    s = getattr(smoother, "_loop_stick_sigma", None)
+    if s is None or not STICK_WEIGHTS:
+        return np.ones((smoother._taum.shape[0], len(act_v)))
+    iv = smoother.robot.joint_index_v()
+    sig = np.zeros(smoother.robot.nv)
+    sig[iv] = np.asarray(noise.tau, float)
+    st = sig[act_v][None, :]
+    return st / np.sqrt(st ** 2 + s ** 2)
+
+
 def adjust_prior(robot, layout, theta_bar, theta_std):
     """Passive joints have no rotor: armature prior mean at the floor (1e-9 kg·m²) with a tight std. The
     friction of the passive joints in `fixed_passive_friction` (`PASSIVE_FRICTION`: by default those the
@@ -354,6 +376,7 @@ def finish_problem(problem: Problem, smoother, noise) -> Problem:
     wt = np.zeros(nv)
     wt[iv] = 1.0 / noise.tau
     w_act = (smoother._tau_mask * wt[None, :])[:, act_v]
+    w_act = w_act * stick_factor(smoother, noise, act_v)  # issue 11 (knee): `loop_init.stick_sigma`
     for t in loop_dynamics(problem, smoother._id, L, smoother._taum, w_act, act_v, pas_v):
         problem.add(t)
     for t in keep:
