@@ -69,9 +69,12 @@ class FrictionInformation:
 def _pinv_schur(I: np.ndarray, keep: np.ndarray) -> np.ndarray:
     """Information of ``keep`` after eliminating the other parameters (Schur complement; pseudo-inverse
     for directions the data do not see)."""
+    d = np.sqrt(np.clip(np.diag(I), 1e-300, None))  # unit-information scaling (conditioning)
+    Is = I / np.outer(d, d)
     rest = ~keep
-    Ikk, Ikr, Irr = I[np.ix_(keep, keep)], I[np.ix_(keep, rest)], I[np.ix_(rest, rest)]
-    return Ikk - Ikr @ np.linalg.pinv(Irr, rcond=1e-10, hermitian=True) @ Ikr.T
+    Ikk, Ikr, Irr = Is[np.ix_(keep, keep)], Is[np.ix_(keep, rest)], Is[np.ix_(rest, rest)]
+    S = Ikk - Ikr @ np.linalg.pinv(Irr, rcond=1e-10, hermitian=True) @ Ikr.T
+    return S * np.outer(d[keep], d[keep])
 
 
 def trajectory_arrays(robot, trajectory):
@@ -88,6 +91,55 @@ def trajectory_arrays(robot, trajectory):
     return q, v, a
 
 
+def _information(robot, q, v, a, sigma_tau, velocity_scale, max_rows):
+    """(I, G_pa, rows): Fisher information of u = Gᵀ W p (physical layout of `full_regressor`, rows
+    1/σ_τ) from up to ``max_rows`` evenly spaced samples scaled to all N, and G[p, a] per used sample."""
+    from ..robots.loop_kinematics import ClosureKinematics
+
+    n = robot.n_joints
+    iv = np.asarray(robot.joint_index_v(), int)
+    pas = passive_mask(robot)
+    act = np.flatnonzero(~pas)
+    sig = (np.broadcast_to(np.asarray(sigma_tau, float), (n,)) if np.ndim(sigma_tau)
+           else np.full(n, float(sigma_tau)))
+    ck = ClosureKinematics(robot.model, robot.loops)
+    N = q.shape[0]
+    rows = np.unique(np.linspace(0, N - 1, min(N, max_rows)).round().astype(int))
+    I = None
+    Gpa = np.zeros((rows.size, n, n))  # G[p, a] per sample (joint indices)
+    for r, k in enumerate(rows):
+        G, ind = ck.dependent_map(q[k], iv[pas])
+        pos = {int(c): i for i, c in enumerate(ind)}
+        A = (G.T @ full_regressor(robot, q[k], v[k], a[k], velocity_scale))[[pos[int(iv[i])] for i in act]]
+        A = A / sig[act][:, None]
+        I = A.T @ A if I is None else I + A.T @ A
+        for i in act:
+            Gpa[r, :, i] = G[iv, pos[int(iv[i])]]
+    return I * (N / rows.size), Gpa, rows  # the kept rows stand for all N samples
+
+
+def armature_information(robot, q, v, a, sigma_tau, velocity_scale: float = 0.05,
+                         max_rows: int = MAX_ROWS) -> list[dict]:
+    """Per actuated joint: the data-only std [kg·m²] of its armature with every other parameter free
+    (``std``; inf when its column lies in the span of the others) and with all others known
+    (``std_alone``). The ratio says how much the link inertias (reflected through the loop) mimic the
+    rotor: on the B1 knee motor ≈ 150 × (``std`` ≈ 100 % of the armature on a 10 s log)."""
+    names = list(robot.joint_names)
+    pas = passive_mask(robot)
+    I, _, _ = _information(robot, q, v, a, sigma_tau, velocity_scale, max_rows)
+    nb10, n = 10 * robot.n_bodies, robot.n_joints
+    out = []
+    for i in np.flatnonzero(~pas):
+        c = nb10 + 2 * n + i
+        keep = np.zeros(I.shape[0], bool)
+        keep[c] = True
+        m = float(_pinv_schur(I, keep)[0, 0])
+        std = 1.0 / np.sqrt(m) if m > 1e-10 * I[c, c] else float("inf")
+        std_alone = 1.0 / np.sqrt(I[c, c]) if I[c, c] > 0 else float("inf")
+        out.append({"joint": names[i], "std": float(std), "std_alone": float(std_alone)})
+    return out
+
+
 def friction_information(robot, q, v, a, sigma_tau, velocity_scale: float = 0.05,
                          max_rows: int = MAX_ROWS) -> list[FrictionInformation]:
     """`FrictionInformation` of every actuated joint that drives a passive joint, from closed states
@@ -95,32 +147,12 @@ def friction_information(robot, q, v, a, sigma_tau, velocity_scale: float = 0.05
     [N·m], or a scalar). The regression is u = Gᵀ W p with W in paper 000's physical layout
     (`loop_baseline.full_regressor`: π per body, (fc, fv) per joint with tanh(v / ``velocity_scale``),
     armature per joint)."""
-    from ..robots.loop_kinematics import ClosureKinematics
-
     names = list(robot.joint_names)
-    n = len(names)
     iv = np.asarray(robot.joint_index_v(), int)
     pas = passive_mask(robot)
     act = np.flatnonzero(~pas)
-    dep_v = iv[pas]
-    sig = (np.broadcast_to(np.asarray(sigma_tau, float), (n,)) if np.ndim(sigma_tau)
-           else np.full(n, float(sigma_tau)))
-    ck = ClosureKinematics(robot.model, robot.loops)
-    N = q.shape[0]
-    rows = np.unique(np.linspace(0, N - 1, min(N, max_rows)).round().astype(int))
-    weight = N / rows.size  # the kept rows stand for all N samples
+    I, Gpa, rows = _information(robot, q, v, a, sigma_tau, velocity_scale, max_rows)
     nb10 = 10 * robot.n_bodies
-    I = None
-    Gpa = np.zeros((rows.size, n, n))  # G[p, a] per sample (joint indices)
-    for r, k in enumerate(rows):
-        G, ind = ck.dependent_map(q[k], dep_v)
-        pos = {int(c): i for i, c in enumerate(ind)}
-        A = (G.T @ full_regressor(robot, q[k], v[k], a[k], velocity_scale))[[pos[int(iv[i])] for i in act]]
-        A = A / sig[act][:, None]
-        I = A.T @ A if I is None else I + A.T @ A
-        for i in act:
-            Gpa[r, :, i] = G[iv, pos[int(iv[i])]]
-    I = I * weight
     col_fc = {j: nb10 + 2 * i for i, j in enumerate(names)}
     col_fv = {j: nb10 + 2 * i + 1 for i, j in enumerate(names)}
     out = []
@@ -266,6 +298,7 @@ def summary_records(robot, q, v, a, sigma_tau, estimate: dict, fixed: dict,
     (`loop_terms.fixed_passive_friction`): the actuated joint's fc, fv then *are* the drive's effective
     friction (identified when their std with the pins fixed is at most `IDENTIFIED_REL_STD`)."""
     out = []
+    arm = {r["joint"]: r for r in armature_information(robot, q, v, a, sigma_tau, velocity_scale)}
     for fi in friction_information(robot, q, v, a, sigma_tau, velocity_scale):
         eff = effective_friction(fi, estimate)
         passive_fixed = any(pj in fixed for pj in fi.passive)
@@ -296,6 +329,17 @@ def summary_records(robot, q, v, a, sigma_tau, estimate: dict, fixed: dict,
                       "data_std_passive_free": float(fi.std_free[k]),
                       "data_std_passive_fixed": float(fi.std_pins_fixed[k]),
                       "data_correlation": corr, "verdict": verdict}
+        ar = arm.get(fi.joint)
+        if ar is not None and f"{fi.joint}.armature" in estimate:
+            val = abs(float(estimate[f"{fi.joint}.armature"]))
+            rel, rel1 = ar["std"] / max(val, 1e-300), ar["std_alone"] / max(val, 1e-300)
+            verdict = "identified" if rel <= IDENTIFIED_REL_STD else (
+                f"unidentifiable from the torques alone: with the link inertias free the data determine "
+                f"{fi.joint}.armature to ±{100 * rel:.0f} % (1σ; ±{100 * rel1:.1f} % if they were known): "
+                f"the links' inertia reflected through the linkage mimics the rotor's, so the estimate "
+                f"leans on the inertial prior")
+            rec["armature"] = {"estimate": float(estimate[f"{fi.joint}.armature"]),
+                               "data_std": ar["std"], "data_std_alone": ar["std_alone"], "verdict": verdict}
         out.append(rec)
     return out
 
@@ -342,6 +386,10 @@ def report_lines(records) -> list[str]:
             lines.append(f"| {r['joint']} | {s} | {d['estimate']:.4g} | {d['effective']:.4g} | "
                          f"{d['data_std_passive_free']:.2g} | {d['data_std_passive_fixed']:.2g} | "
                          f"{d['verdict']} |")
+        if "armature" in r:
+            d = r["armature"]
+            lines.append(f"| {r['joint']} | armature | {d['estimate']:.4g} | — | {d['data_std']:.2g} | "
+                         f"{d['data_std_alone']:.2g} (all else known) | {d['verdict']} |")
         for pj, why in r.get("passive_friction_fixed", {}).items():
             lines.append(f"\n- {pj}: friction held at its URDF value — {why}")
     return lines + [""]
