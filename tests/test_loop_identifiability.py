@@ -117,3 +117,39 @@ def test_looped_prior_holds_only_the_decided_pins(b1, monkeypatch):
     monkeypatch.setattr(loop_terms, "PASSIVE_FRICTION", "bogus")
     with pytest.raises(ValueError, match="PASSIVE_FRICTION"):
         loop_terms.fixed_passive_friction(robot_l, lay)
+
+
+def test_stick_sigma_is_the_friction_law_error_near_reversals(b1):
+    """σ_stick (`loop_init.stick_sigma`): on a joint outside the loop (hip) exactly
+    fc (1 − tanh²(v / (2 vs))); on the knee motor's row its own term plus the pins' reflected through G;
+    ≈ 0 far from reversals. The weight factor is σ_τ / √(σ_τ² + σ_stick²)."""
+    from types import SimpleNamespace
+
+    from fg_sysid.estimation import loop_init
+
+    robot_l, _, _, st, sim = b1
+    lay = ParameterLayout.create(robot_l, "log-cholesky", "coulomb-viscous-scale", 0.05)
+    p = lay.nominal_physical()
+    _, pf, _ = lay.split(p)  # views into p
+    pf[:, 0] = [0.3, 0.2, 0.0, 0.05, 0.0]  # fc per joint [N·m]: pins frictionless
+    pf[:, 2] = 0.05  # vs [rad/s]
+    n = st.q.shape[0]
+    sm = SimpleNamespace(layout_=lay, robot=robot_l, friction_velocity_scale=0.05, knot_stride=1,
+                         _loop_states=st, _log=lambda *_: None)
+    log = SimpleNamespace(n_samples=n)
+    s = loop_init.stick_sigma(sm, log, p)
+    assert s.shape == (n, 3)
+    iv = robot_l.joint_index_v()
+    v_hip = st.v[:, iv[0]]
+    np.testing.assert_allclose(s[:, 0], 0.3 * (1 - np.tanh(v_hip / 0.1) ** 2), rtol=1e-12, atol=1e-15)
+    v_m = st.v[:, iv[robot_l.joint_names.index("FL_knee_motor")]]
+    km = list(np.flatnonzero(~np.isin(robot_l.joint_names, ["FL_calf_joint", "FL_rod_joint"]))).index(3)
+    np.testing.assert_allclose(s[:, km], 0.05 * (1 - np.tanh(v_m / 0.1) ** 2), rtol=1e-9, atol=1e-15)
+    assert s[np.abs(v_m) > 1.0, km].max() < 1e-7 and s[:, km].max() > 0.9 * 0.05
+    # a pin's friction reaches the motor row through the transmission (calf: G between 0.5 and 1.1)
+    pf[2, 0] = 0.1
+    s2 = loop_init.stick_sigma(sm, log, p)
+    assert np.all(s2[:, km] >= s[:, km] - 1e-15) and (s2[:, km] - s[:, km]).max() > 0.04
+    f = loop_terms.stick_factor(SimpleNamespace(_loop_stick_sigma=s, robot=robot_l, _taum=np.zeros((n, 5))),
+                                SimpleNamespace(tau=np.full(5, 0.01)), np.array([0, 1, 3]))
+    np.testing.assert_allclose(f, 0.01 / np.sqrt(0.01 ** 2 + s ** 2))
