@@ -11,13 +11,16 @@ that matter here:
     ce-ls          paper 000's constraint-elimination LS (all parameters)
     loop-smoother  `JointSmoother` on the looped spec through the `fg-sysid identify` file path
 
-and the knee motor's fc, fv, armature against the truth, the passive calf pin's fc / fv estimates (truth:
-0) and the identifiability of the knee's friction (`fg_sysid.estimation.loop_identifiability`: the
-effective reflected viscous coefficient, the posterior correlation of motor and calf fv).
+and the knee motor's fc, fv, armature against the truth, the passive calf and rod pins' fc / fv estimates
+(truth: 0) and the identifiability of the knee's friction (`fg_sysid.estimation.loop_identifiability`:
+the effective reflected viscous coefficient, the posterior correlation of motor and calf fv).
+``--variants`` adds ablations of the loop smoother (`VARIANTS`: ``before`` = every pin's friction free and
+effort rows 1/σ_τ, ``pins-only``, ``stick-only``, ``all-pins``, ``fixed-width``).
 
 CPU seconds (time.process_time) per fit are printed. Usage::
 
-    nice -n 10 python benchmarks/bench_loops_knee.py --seeds 0 1 2 --out benchmarks/results/loops_knee
+    nice -n 10 python benchmarks/bench_loops_knee.py --seeds 0 1 2 --variants default before \
+        --out benchmarks/results/loops_knee
 """
 
 from __future__ import annotations
@@ -41,24 +44,44 @@ from fg_sysid.estimation.loop_baseline import (
 from fg_sysid.robots.looped import load_loop_robot, loop_robot_path
 
 ROBOT = "b1_leg_fourbar"
-MOTOR, CALF, CRANK = "FL_knee_motor", "FL_calf_joint", "FL_crank"
+MOTOR, CALF, ROD = "FL_knee_motor", "FL_calf_joint", "FL_rod_joint"
 
 
-def fit_loop_smoother(log, **kw):
-    """`JointSmoother` on the looped spec, the log written and read back like `fg-sysid identify`."""
+#: loop-smoother variants: JointSmoother keyword arguments and `loop_terms` switches (ablations)
+VARIANTS = {
+    "default": ({}, {}),
+    "fixed-width": ({"friction": "coulomb-viscous"}, {}),
+    "before": ({}, {"PASSIVE_FRICTION": "none", "STICK_WEIGHTS": False}),  # before issue 11 (knee)
+    "pins-only": ({}, {"STICK_WEIGHTS": False}),
+    "stick-only": ({}, {"PASSIVE_FRICTION": "none"}),
+    "all-pins": ({}, {"PASSIVE_FRICTION": "all"}),
+}
+
+
+def fit_loop_smoother(log, kw=None, switches=None):
+    """`JointSmoother` on the looped spec, the log written and read back like `fg-sysid identify`, with
+    the `loop_terms` module switches ``switches`` set for this fit only."""
     import tempfile
 
     from fg_sysid.datasets.io import load_log_for_robot, write_log
+    from fg_sysid.estimation import loop_terms
     from fg_sysid.estimation.smoother import JointSmoother
     from fg_sysid.robots import load_robot
 
     robot = load_robot(str(loop_robot_path(ROBOT)))
-    with tempfile.TemporaryDirectory() as tmp:
-        write_log(log, Path(tmp) / "log.parquet")
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            robot_l, log_l = load_log_for_robot(Path(tmp) / "log.parquet", robot)
-            sm = JointSmoother(robot_l, verbose=False, **kw).fit(log_l)
+    old = {k: getattr(loop_terms, k) for k in (switches or {})}
+    try:
+        for k, val in (switches or {}).items():
+            setattr(loop_terms, k, val)
+        with tempfile.TemporaryDirectory() as tmp:
+            write_log(log, Path(tmp) / "log.parquet")
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                robot_l, log_l = load_log_for_robot(Path(tmp) / "log.parquet", robot)
+                sm = JointSmoother(robot_l, verbose=False, **(kw or {})).fit(log_l)
+    finally:
+        for k, val in old.items():
+            setattr(loop_terms, k, val)
     return sm
 
 
@@ -116,9 +139,9 @@ def run_seed(seed: int, args, variants: dict) -> tuple[list, list]:
     preds["ce-ls"] = ce.predict(st)
     params["ce-ls"] = dict(zip(names, ce.result_.estimate, strict=True))
     ident = {}
-    for vname, kw in variants.items():
+    for vname, (kw, switches) in variants.items():
         c0 = time.process_time()
-        sm = fit_loop_smoother(tr.log, **kw)
+        sm = fit_loop_smoother(tr.log, kw, switches)
         cpu[vname] = time.process_time() - c0
         res = sm.result_
         preds[vname] = predict_smoother(res, robot, desc, st)
@@ -141,6 +164,7 @@ def run_seed(seed: int, args, variants: dict) -> tuple[list, list]:
         for s in ("fc", "fv", "armature"):
             r[f"{s}_err_%"] = 100 * (p[f"{MOTOR}.{s}"] / tru[f"{MOTOR}.{s}"] - 1)
         r["calf_fc"], r["calf_fv"] = p.get(f"{CALF}.fc", np.nan), p.get(f"{CALF}.fv", np.nan)
+        r["rod_fc"], r["rod_fv"] = p.get(f"{ROD}.fc", np.nan), p.get(f"{ROD}.fv", np.nan)
         r["motor_vs"] = p.get(f"{MOTOR}.vs", np.nan)
         if ident.get(m):
             r["fv_eff_err_%"] = 100 * (ident[m]["fv_effective"] / tru[f"{MOTOR}.fv"] - 1)
@@ -156,12 +180,14 @@ def main() -> None:
     ap.add_argument("--heldout", type=float, default=5.0)
     ap.add_argument("--rate", type=float, default=500.0)
     ap.add_argument("--noise", type=float, default=0.01)
-    ap.add_argument("--variants", nargs="+", default=["default"],
-                    help="loop-smoother variants: default | fixed-width (friction='coulomb-viscous')")
+    ap.add_argument("--variants", nargs="+", default=["default"], choices=sorted(VARIANTS),
+                    help="loop-smoother variants (VARIANTS): default; before (every pin's friction free, "
+                         "effort rows 1/σ_τ); pins-only / stick-only (one of the two changes); all-pins; "
+                         "fixed-width (friction='coulomb-viscous')")
     ap.add_argument("--out", default="benchmarks/results/loops_knee")
     args = ap.parse_args()
-    known = {"default": {}, "fixed-width": {"friction": "coulomb-viscous"}}
-    variants = {f"loop-smoother[{v}]" if v != "default" else "loop-smoother": known[v] for v in args.variants}
+    variants = {f"loop-smoother[{v}]" if v != "default" else "loop-smoother": VARIANTS[v]
+                for v in args.variants}
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     rows, prows = [], []
