@@ -372,7 +372,7 @@ def write_identification(out_dir, result, sg_filter, robot, log, log_path, robot
     lines += part.sections
     from ..estimation.loop_identifiability import report_lines  # closed loops (issue 11, knee)
 
-    lines += report_lines(summary.get("loops", {}).get("friction_identifiability"))
+    lines += report_lines(summary.get("loops", {}).get("friction_identifiability"), table)
     (out_dir / "report.md").write_text("\n".join(lines))
     report_html.write_report_html(out_dir, robot, table, summary, result=result, trajectory=part.trajectory,
                                   velocity_scale=options.get("friction_velocity_scale"), **part.html)

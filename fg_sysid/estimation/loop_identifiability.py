@@ -368,28 +368,38 @@ def collinear_passive_friction(robot, q, v, a, sigma_tau, threshold: float = COL
     return out
 
 
-def report_lines(records) -> list[str]:
+def report_lines(records, table=None) -> list[str]:
     """report.md section of `summary_records` (``summary.json`` → ``loops.friction_identifiability``);
-    [] when there is none (tree robots, floating bases)."""
+    [] when there is none (tree robots, floating bases). ``table``: the fit's parameters table (name,
+    estimate, std) for the posterior std column (prior, stick-phase weights and the tanh width included:
+    what the fit itself can vouch for)."""
     if not records:
         return []
+    post = {} if table is None else dict(zip(table["name"], table["std"], strict=True))
     lines = ["## Closed loops: motor friction through the linkage", "",
              "Data-only standard deviations (Fisher information of u = Gᵀ W p at the fit's states, other "
              "parameters marginalized) of each actuated joint's friction with the passive joints' friction "
              "free / held at its URDF value, the reflected sum the torques determine "
              "(`fg_sysid/estimation/loop_identifiability.py`, docs/loops.md).", "",
-             "| joint | parameter | estimate | effective (reflected sum) | std, pins free | std, pins fixed "
-             "| verdict |", "|---|---|---|---|---|---|---|"]
+             "| joint | parameter | estimate | posterior std (fit) | effective (reflected sum) "
+             "| std, pins free | std, pins fixed | verdict |", "|---|---|---|---|---|---|---|---|"]
+
+    def ps(name, val):
+        sd = post.get(name)
+        return "—" if sd is None else f"{sd:.2g} ({100 * sd / max(abs(val), 1e-300):.1f} %)"
+
     for r in records:
+        j = r["joint"]
         for s in ("fc", "fv"):
             d = r[s]
-            lines.append(f"| {r['joint']} | {s} | {d['estimate']:.4g} | {d['effective']:.4g} | "
-                         f"{d['data_std_passive_free']:.2g} | {d['data_std_passive_fixed']:.2g} | "
-                         f"{d['verdict']} |")
+            lines.append(f"| {j} | {s} | {d['estimate']:.4g} | {ps(j + '.' + s, d['estimate'])} "
+                         f"| {d['effective']:.4g} | {d['data_std_passive_free']:.2g} | "
+                         f"{d['data_std_passive_fixed']:.2g} | {d['verdict']} |")
         if "armature" in r:
             d = r["armature"]
-            lines.append(f"| {r['joint']} | armature | {d['estimate']:.4g} | — | {d['data_std']:.2g} | "
-                         f"{d['data_std_alone']:.2g} (all else known) | {d['verdict']} |")
+            lines.append(f"| {j} | armature | {d['estimate']:.4g} | {ps(j + '.armature', d['estimate'])} "
+                         f"| — | {d['data_std']:.2g} | {d['data_std_alone']:.2g} (all else known) "
+                         f"| {d['verdict']} |")
         for pj, why in r.get("passive_friction_fixed", {}).items():
             lines.append(f"\n- {pj}: friction held at its URDF value — {why}")
     return lines + [""]
