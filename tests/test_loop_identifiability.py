@@ -4,6 +4,7 @@ reflected sum, and the looped prior that holds such pins at their URDF value (`l
 Exact in-class states of the shipped ``b1_leg_fourbar`` and ``fourbar`` (no fits: fast)."""
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from fg_sysid.datasets.mujoco_loops import simulate_loop_inclass
@@ -153,3 +154,34 @@ def test_stick_sigma_is_the_friction_law_error_near_reversals(b1):
     f = loop_terms.stick_factor(SimpleNamespace(_loop_stick_sigma=s, robot=robot_l, _taum=np.zeros((n, 5))),
                                 SimpleNamespace(tau=np.full(5, 0.01)), np.array([0, 1, 3]))
     np.testing.assert_allclose(f, 0.01 / np.sqrt(0.01 ** 2 + s ** 2))
+
+
+def test_cli_identify_reports_the_knee_friction_split(tmp_path):
+    """`fg-sysid identify` on a short MuJoCo log of the B1 leg: the rod pin's friction is held (with the
+    reason), summary.json → loops.friction_identifiability has the verdicts, report.md the section."""
+    import json
+
+    from click.testing import CliRunner
+
+    from fg_sysid.cli import main
+    from fg_sysid.datasets.io import write_log
+    from fg_sysid.datasets.mujoco_loops import simulate_loop_mujoco
+
+    robot, desc = load_loop_robot("b1_leg_fourbar")
+    sim = simulate_loop_mujoco(robot, desc, 2.0, 250.0, 0.01, 1)
+    write_log(sim.log, tmp_path / "log.parquet")
+    out = tmp_path / "fit"
+    res = CliRunner().invoke(main, ["identify", str(tmp_path / "log.parquet"), "--robot",
+                                    str(loop_robot_path("b1_leg_fourbar")), "--out", str(out),
+                                    "--max-iterations", "3"])
+    assert res.exit_code == 0, res.output
+    (rec,) = json.loads((out / "summary.json").read_text())["loops"]["friction_identifiability"]
+    assert rec["joint"] == "FL_knee_motor" and list(rec["passive_friction_fixed"]) == ["FL_rod_joint"]
+    assert "correlation" in rec["passive_friction_fixed"]["FL_rod_joint"]
+    assert rec["fv"]["verdict"].startswith("identified as the drive's effective")
+    assert rec["armature"]["verdict"].startswith("unidentifiable from the torques alone")
+    table = pd.read_csv(out / "parameters.csv").set_index("name")
+    assert table.loc["FL_rod_joint.fv", "estimate"] < 1e-6  # held at the URDF value (0 → 1e-7)
+    assert table.loc["FL_knee_motor.fc", "estimate"] > 0.02  # the drive's friction is on the motor
+    report = (out / "report.md").read_text()
+    assert "## Closed loops: motor friction through the linkage" in report and "FL_rod_joint" in report
