@@ -21,6 +21,12 @@ the gear ratio N (I_m = A / N², f_m = f / N). Passive joints have no rotor: the
 
 `JointSmoother` calls `prepare_log`, `finish_problem`, `kinematic_init`, `init_forces`,
 `id_residual` and `finalize` behind ``if robot.loops`` (fixed-base tree robots are unchanged).
+
+Friction through the linkage (issue 11, B1 knee): passive pins whose friction the log cannot separate
+from a motor's are held at their URDF value (`PASSIVE_FRICTION`, decided in `initial_parameters`), and
+the effort rows near velocity reversals are down-weighted by the friction law's error there
+(`STICK_WEIGHTS`, `loop_init.stick_sigma`); `summary_extras` reports what the torques determine
+(`loop_identifiability`).
 """
 
 from __future__ import annotations
