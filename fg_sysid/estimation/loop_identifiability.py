@@ -220,7 +220,9 @@ def loop_friction_report(result, robot, velocity_scale: float = 0.05) -> list[di
     motor's fc/fv estimate and posterior std, the effective (reflected-sum) fc/fv and their posterior std,
     the smoother's posterior correlation of the motor's fv with each passive joint's fv, the data-only stds
     of `friction_information` at the fit's trajectory (passive friction free / fixed), the weakest
-    direction, and a verdict per parameter: ``"identified"`` or ``"unidentifiable: <reason>"``."""
+    direction, and a verdict per parameter on **separating** the motor's friction from the pins'
+    (``"identified"`` or ``"unidentifiable: <reason>"``, whatever the estimator held; `summary_records`
+    gives the verdict for the fit as configured)."""
     q, v, a = trajectory_arrays(robot, result.trajectory)
     sig = np.asarray(result.noise["tau"], float)
     infos = friction_information(robot, q, v, a, sig, velocity_scale)
