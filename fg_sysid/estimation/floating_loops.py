@@ -276,9 +276,10 @@ def residuals_si(viol: dict) -> dict:
     return out
 
 
-def summary_extras(smoother, x, theta) -> dict:
+def summary_extras(smoother, x, theta, cov=None) -> dict:
     """``summary.json`` → ``loops``: closures, actuation, worst residual of every loop constraint (SI),
-    the position tolerance and the motor-side parameters of the actuated joints."""
+    the position tolerance, the motor-side parameters of the actuated joints and, with the posterior
+    covariance ``cov`` of θ, the motor / passive-joint friction collinearity (`friction_collinearity`)."""
     from ..robots.loops import actuation_of
 
     viol = residuals_si(smoother.problem_.violations(x, theta, names=tuple(CONSTRAINT_UNITS)))
@@ -292,7 +293,84 @@ def summary_extras(smoother, x, theta) -> dict:
         "constraint_residual_max": viol, "units": {k: CONSTRAINT_UNITS[k] for k in viol},
         "tolerance": {"loop_position": tol / POSITION_WEIGHT, "others": tol}, "satisfied": ok,
         "motor_parameters": motor.to_dict(orient="records"),
+        **({} if cov is None else {"friction_collinearity": friction_collinearity(smoother, x, theta, cov)}),
     }}
+
+
+def transmission_ratios(L, robot, q: np.ndarray) -> np.ndarray:
+    """dq_j/dq_i (N, n_passive, n_actuated) on the closures at configurations q (N, nq): the passive
+    joints' velocities per unit actuated-joint velocity, the other actuated joints and the base held
+    (v_p = −Φ_p⁺ Φ_i e_i, Φ = ∂φ/∂q the closure Jacobian; paper 000 eq. 21)."""
+    iv = np.asarray(robot.joint_index_v(), int)
+    pas = passive_mask(robot)
+    _, J = L.position(q)
+    Jp, Ja = J[:, :, iv[pas]], J[:, :, iv[~pas]]
+    return -np.linalg.pinv(Jp) @ Ja
+
+
+def friction_collinearity(smoother, x, theta, cov, stride: int = 10) -> list[dict]:
+    """Motor vs passive-joint friction through a linkage (issue 11): per actuated joint that drives
+    passive joints (|dq_j/dq_i| > 1e-3, e.g. a knee motor and its calf pin and rod), the posterior
+    correlation of its friction with the passive joints' friction, and the identifiable reflected sums.
+
+    With v_j = J_ji v_i along the log (J from `transmission_ratios`, mean over the knots, every
+    ``stride``-th), the passive joints' friction reaches the motor row through Jᵀ as
+    fc_i + Σ_j |J_ji| fc_j (Coulomb, tanh(v_j/v_s) ≈ sign(J_ji) tanh(v_i/v_s)) and fv_i + Σ_j J_ji² fv_j
+    (viscous): the efforts determine these sums, not the split (a near-singular direction of the Fisher
+    information when J varies little). Reported per motor: ``ratio`` (mean J of the passive joint with the
+    largest |J|, ``passive``: the encoded one if any, i.e. the calf), ``correlation`` of the physical fc (fv)
+    of the motor and that passive joint (``fc_all``/``fv_all``: with each coupled passive joint),
+    posterior ``estimate``/``std`` of the motor's fc, fv and of the sums (delta method through the layout,
+    ``cov`` = posterior covariance of θ), ``prior_std`` of the motor's fc, fv, and ``weak_direction``:
+    per friction kind, the unit vector (motor, passive joints) of the largest posterior variance of the
+    physical friction block and its std."""
+    robot, layout = smoother.robot, smoother.layout_
+    pas = passive_mask(robot)
+    names = list(robot.joint_names)
+    act_j, pas_j = [j for j in range(len(names)) if not pas[j]], [j for j in range(len(names)) if pas[j]]
+    if not pas_j:
+        return []
+    ratio = transmission_ratios(smoother._loops, robot, np.asarray(x[0])[::max(int(stride), 1)]).mean(axis=0)
+    pnames = list(layout.names)
+    Jl = layout.jacobian(theta)
+    P = Jl @ np.asarray(cov, float) @ Jl.T
+    p = layout.to_physical(theta)
+    prior_std = getattr(smoother, "_theta_std", None)
+    Pp = None if prior_std is None else (Jl * np.asarray(prior_std, float)[None]) @ (Jl * np.asarray(
+        prior_std, float)[None]).T
+    out = []
+    for a, i in enumerate(act_j):
+        coupled = [(b, j) for b, j in enumerate(pas_j) if abs(ratio[b, a]) > 1e-3]
+        if not coupled:
+            continue
+        enc = encoded_mask(robot)
+        pick = [(b, j) for b, j in coupled if enc[j]] or coupled  # the encoded one (the calf), if any
+        b0, j0 = max(pick, key=lambda bj: abs(ratio[bj[0], a]))
+        row = {"motor": names[i], "passive": names[j0], "ratio": float(ratio[b0, a]),
+               "coupled": {names[j]: float(ratio[b, a]) for b, j in coupled},
+               "correlation": {}, "estimate": {}, "std": {}, "prior_std": {}, "weak_direction": {}}
+        for kind, power in (("fc", 1), ("fv", 2)):
+            im = f"{names[i]}.{kind}"
+            if im not in pnames:
+                continue
+            idx = [pnames.index(im)] + [pnames.index(f"{names[j]}.{kind}") for _, j in coupled]
+            w = np.array([1.0] + [abs(ratio[b, a]) ** power for b, _ in coupled])
+            C = P[np.ix_(idx, idx)]
+            sd = np.sqrt(np.clip(np.diag(C), 0, None))
+            corr = C / np.maximum(np.outer(sd, sd), 1e-300)
+            row["correlation"][kind] = float(corr[0, 1 + [j for _, j in coupled].index(j0)])
+            row["correlation"][f"{kind}_all"] = {names[j]: float(corr[0, 1 + c]) for c, (_, j) in
+                                                 enumerate(coupled)}
+            row["estimate"][kind], row["std"][kind] = float(p[idx[0]]), float(sd[0])
+            row["estimate"][f"{kind}_sum"] = float(w @ p[idx])
+            row["std"][f"{kind}_sum"] = float(np.sqrt(max(w @ C @ w, 0.0)))
+            if Pp is not None:
+                row["prior_std"][kind] = float(np.sqrt(max(Pp[idx[0], idx[0]], 0.0)))
+            evals, evecs = np.linalg.eigh(C)
+            vec = evecs[:, -1] * np.sign(evecs[0, -1] or 1.0)
+            row["weak_direction"][kind] = {"vector": vec.tolist(), "std": float(np.sqrt(max(evals[-1], 0)))}
+        out.append(row)
+    return out
 
 
 # ---------------------------------------------------------------------------------------------- initial θ
