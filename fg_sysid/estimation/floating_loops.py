@@ -23,8 +23,9 @@ The position-level closure rows carry the weight ``POSITION_WEIGHT`` (their valu
 the closures. ``summary.json`` → ``loops`` reports every closure residual in SI units.
 
 Unencoded joints (the rods) get zero encoder weight; their log columns are filled by projecting each
-sample onto the closures (`prepare_log`: Gauss–Newton on the joint coordinates, warm-started along the
-log) for the initial trajectory only. Passive joints have no rotor (`loop_terms.adjust_prior`).
+sample onto the closures (`prepare_log`: `loop_terms.project_configurations` — Gauss–Newton, warm-started
+along the log — on the joint coordinates through `JointSpaceClosures`) for the initial trajectory only.
+Passive joints have no rotor (`loop_terms.adjust_prior`).
 
 `FloatingBaseSmoother` calls `prepare_log`, `encoder_weights`, `extra_blocks`, `finish_problem`,
 `init_forces`, `id_residual` and `summary_extras` behind ``if robot.loops``.
@@ -71,32 +72,25 @@ def n_rows(robot) -> int:
 
 
 # ---------------------------------------------------------------------------------------------- log
-def project_joints(L, robot, q_joints: np.ndarray, w: np.ndarray, iterations: int = 20,
-                   penalty: float = 1e6) -> np.ndarray:
-    """Per sample, the joint configuration (N, n_joints) closest to ``q_joints`` (weights ``w``
-    (n_joints,) = 1/σ, 0 for unencoded joints, whose NaN entries start at 0) that closes the loops:
-    Gauss–Newton on [w (q − q̂); √penalty φ(q)], warm-started from the previous sample. The base stays
-    at the neutral pose: a closure between two bodies of the robot does not depend on it."""
-    q_joints = np.asarray(q_joints, float)
-    n = q_joints.shape[0]
-    iq, iv = np.asarray(robot.joint_index_q(), int), np.asarray(robot.joint_index_v(), int)
-    qm = np.where(np.isfinite(q_joints), q_joints, 0.0)
-    full = np.asarray(robot.neutral(), float).copy()
-    qj = qm[0].copy()
-    W, sp = np.diag(w), np.sqrt(penalty)
-    out = np.empty_like(qm)
-    for k in range(n):
-        for _ in range(iterations):
-            full[iq] = qj
-            phi, J = L.position(full[None])
-            A = np.vstack([W, sp * J[0][:, iv]])
-            b = np.concatenate([W @ (qj - qm[k]), sp * phi[0]])
-            dq = np.linalg.lstsq(A, -b, rcond=None)[0]
-            qj = qj + dq
-            if np.abs(dq).max() < 1e-12:
-                break
-        out[k] = qj
-    return out
+class JointSpaceClosures:
+    """The closures of a floating robot as functions of the joint coordinates alone: ``position(q_j)``
+    embeds q_j (N, n_joints) in the neutral configuration (base at the origin, identity orientation) and
+    returns φ (N, m) and ∂φ/∂q_j (N, m, n_joints). A closure between two bodies of the robot does not
+    depend on the base pose, and 1-DoF joints' coordinates are additive, so `loop_terms.
+    project_configurations` (the fixed-base projection) applies unchanged to the joint coordinates."""
+
+    def __init__(self, L, robot):
+        self.L = L
+        self.iq = np.asarray(robot.joint_index_q(), int)
+        self.iv = np.asarray(robot.joint_index_v(), int)
+        self.neutral = np.asarray(robot.neutral(), float)
+
+    def position(self, q_joints, jacobians: bool = True):
+        q_joints = np.atleast_2d(np.asarray(q_joints, float))
+        full = np.tile(self.neutral, (q_joints.shape[0], 1))
+        full[:, self.iq] = q_joints
+        phi, J = self.L.position(full, jacobians)
+        return phi, None if J is None else J[:, :, self.iv]
 
 
 def prepare_log(smoother, log: Log) -> Log:
@@ -117,7 +111,8 @@ def prepare_log(smoother, log: Log) -> Log:
     q = np.asarray(log.q, float)
     sigma = np.nan_to_num(highfreq_noise_std(np.where(enc[None], q, 0.0)), nan=1e-3)
     w = np.where(enc, 1.0 / np.maximum(sigma, 1e-6), 0.0)
-    qp = project_joints(smoother._loops, robot, np.where(enc[None], q, np.nan), w)
+    qp = loop_terms.project_configurations(JointSpaceClosures(smoother._loops, robot),
+                                           np.where(enc[None], q, np.nan), w)
     q = np.where(enc[None], q, qp)
     v = log.v
     if v is not None:
