@@ -250,6 +250,7 @@ def plot(extra: dict, title: str, path_fig15: Path, table: pd.DataFrame, path_ba
 
 # ---------------------------------------------------------------------------------------------- floating
 LEGS = ("FL", "FR", "RL", "RR")
+FALL_TILT_DEG = 30.0  # base tilt above which a "step in place" log is a fall
 
 
 def floating_sg_states(robot, desc, serial, log_ho, res_ho):
@@ -351,7 +352,14 @@ def run_floating(args) -> pd.DataFrame:
                                                    truth=res_tr.truth, exact=exact)
     print(f"[b1_fourbar / mujoco steps] simulated {args.floating_train:g} + {args.floating_heldout:g} s in "
           f"{time.perf_counter() - t0:.1f} s ({time.process_time() - c0:.0f} CPU s); closure violation "
-          f"{viol_tr:.2e} / {viol_ho:.2e} m", flush=True)
+          f"{viol_tr:.2e} / {viol_ho:.2e} m; base tilt max {res_tr.truth['base_tilt_max_deg']:.1f} / "
+          f"{res_ho.truth['base_tilt_max_deg']:.1f} deg, feet in contact min "
+          f"{res_tr.truth['feet_in_contact_min']} / {res_ho.truth['feet_in_contact_min']}", flush=True)
+    for key, r in (("training", res_tr), ("held-out", res_ho)):
+        if r.truth["base_tilt_max_deg"] > FALL_TILT_DEG:
+            print(f"  WARNING: the {key} log's robot fell (base tilt {r.truth['base_tilt_max_deg']:.0f} "
+                  f"deg > {FALL_TILT_DEG:g}): not a step in place; use a longer --floating-step-period",
+                  flush=True)
     rows, st_sg, ser_sg = floating_sg_states(robot, desc, serial, log_ho, res_ho)
     st_ex, ser_ex = floating_exact_states(robot, serial, res_ho, exact["a_pin"], rows)
     forces = [log_ho.forces[f][rows] for f in robot.contact_frames]
@@ -393,6 +401,8 @@ def run_floating(args) -> pd.DataFrame:
         print(f"  loop floating smoother: {time.perf_counter() - t1:.0f} s "
               f"({cpu['loop-smoother']:.0f} CPU s); closures at the solution: "
               + ", ".join(f"{k} {val:.1e}" for k, val in lp["constraint_residual_max"].items()), flush=True)
+        np.savez(f"{args.out}_floating_fit.npz", theta=res_l.theta, theta_cov=res_l.theta_cov,
+                 estimate=res_l.estimate, names=np.array(res_l.names))
         tab = res_l.parameters_table()
         tab["truth"] = [res_ho.truth["parameters"].get(n, np.nan) for n in tab["name"]]
         tab.to_csv(f"{args.out}_floating_parameters.csv", index=False)

@@ -168,3 +168,19 @@ def _all_joint_log(robot, res, log):
     for c, j in enumerate(log.joint_names):
         q[:, names.index(j)] = log.q[:, c]
     return dataclasses.replace(log, q=q, v=None, tau=np.full_like(q, np.nan), joint_names=tuple(names))
+
+
+def test_base_tilt_reports_a_fall(stepping):
+    """`base_tilt_deg`: 0 upright, 90 deg on the side, 180 upside down; the truth record of a step in
+    place carries the worst tilt and the fewest feet on the ground (the bench flags a fall)."""
+    import pinocchio as pin
+
+    from fg_sysid.datasets.mujoco_loops import base_tilt_deg
+
+    q = np.zeros((3, 7))
+    for k, roll in enumerate((0.0, np.pi / 2, np.pi)):
+        q[k, 3:7] = pin.Quaternion(pin.rpy.rpyToMatrix(roll, 0.0, 0.3)).coeffs()
+    assert np.allclose(base_tilt_deg(q), [0.0, 90.0, 180.0], atol=1e-6)
+    _, _, res, _, _ = stepping
+    assert res.truth["base_tilt_max_deg"] < 10.0  # 0.6 s per foot is a hop (no foot down at times), no fall
+    assert res.truth["feet_in_contact_min"] == int(res.contact.sum(axis=1).min())

@@ -679,12 +679,15 @@ def simulate_loop_stance(robot: RobotModel, desc: LoopDescription, duration: flo
                              "PD feedback in the efforts"],
                convention="tau[k] = motor torque applied at t_k", closure_violation=viol, simulator="mujoco")
     doc["foot_frames"] = list(feet)
+    doc["base_tilt_max_deg"] = float(base_tilt_deg(q_pin).max())  # a fall shows here (docs/loops-floating.md)
+    contact = debounce_contacts(contact, int(round(0.02 * rate)))
+    doc["feet_in_contact_min"] = int(np.asarray(contact, bool).sum(axis=1).min())  # debounced flags
     rng_noise = np.random.default_rng(np.random.SeedSequence(int(seed)).spawn(3)[2])
     meas = {}
     for key, sigma in (("q", noise), ("v", noise), ("tau", noise), ("gyro", noise), ("acc", 10.0 * noise)):
         x = out[key]
         meas[key] = x + rng_noise.normal(0.0, sigma, x.shape) if sigma > 0 else x.copy()
-    res = StanceResult(t=t, base_quat=base_quat, contact=debounce_contacts(contact, int(round(0.02 * rate))),
+    res = StanceResult(t=t, base_quat=base_quat, contact=contact,
                        contact_force=cforce, q_pin=q_pin, v_pin=v_pin, joint_names=tuple(names),
                        foot_frames=feet, truth=doc, meas=meas, **out)
     full = to_log(res, source=f"simulated:{robot.name} (loops, MuJoCo, {motion})")
@@ -695,6 +698,13 @@ def simulate_loop_stance(robot: RobotModel, desc: LoopDescription, duration: flo
     log = dataclasses.replace(full, q=full.q[:, enc], v=full.v[:, enc], tau=tau[:, enc],
                               joint_names=tuple(names[i] for i in enc))
     return res, log, viol
+
+
+def base_tilt_deg(q_pin: np.ndarray) -> np.ndarray:
+    """Angle [deg] between the base's z axis and the world's vertical per sample (Pinocchio q, quaternion
+    x, y, z, w at q[3:7]): R_zz = 1 − 2(x² + y²)."""
+    x, y = np.asarray(q_pin, float)[:, 3], np.asarray(q_pin, float)[:, 4]
+    return np.degrees(np.arccos(np.clip(1.0 - 2.0 * (x * x + y * y), -1.0, 1.0)))
 
 
 def build_loop_mujoco_model_floating(robot, desc, truth, timestep, feet, foot_radius):

@@ -361,7 +361,10 @@ def friction_collinearity(smoother, x, theta, cov, stride: int = 10) -> list[dic
             row["std"][f"{kind}_sum"] = float(np.sqrt(max(w @ C @ w, 0.0)))
             if Pp is not None:
                 row["prior_std"][kind] = float(np.sqrt(max(Pp[idx[0], idx[0]], 0.0)))
-            evals, evecs = np.linalg.eigh(C)
+            if not np.all(np.isfinite(C)):  # a report, never a failure of the fit
+                row["weak_direction"][kind] = None
+                continue
+            evals, evecs = np.linalg.eigh(0.5 * (C + C.T))
             vec = evecs[:, -1] * np.sign(evecs[0, -1] or 1.0)
             row["weak_direction"][kind] = {"vector": vec.tolist(), "std": float(np.sqrt(max(evals[-1], 0)))}
         out.append(row)
