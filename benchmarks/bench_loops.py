@@ -394,7 +394,7 @@ def run_floating(args) -> pd.DataFrame:
               flush=True)
     if "loop-smoother" in methods:  # the floating smoother on the looped spec (`fg-sysid identify` path)
         t1, c1 = time.perf_counter(), time.process_time()
-        res_l = floating_loop_smoother(log_tr)
+        res_l = floating_loop_smoother(log_tr, init=args.floating_init)
         cpu["loop-smoother"] = time.process_time() - c1
         models["loop-smoother"] = res_l.layout.to_physical(res_l.theta)
         lp = res_l.extras["loops"]
@@ -435,9 +435,11 @@ def print_knee_identifiability(lp: dict, truth: dict) -> None:
               f"armature {truth[f'{m}.armature']:.4g}", flush=True)
 
 
-def floating_loop_smoother(log):
+def floating_loop_smoother(log, init: str = "ls"):
     """`FloatingBaseSmoother` on the looped ``b1_fourbar`` spec, the log written and read back like
-    `fg-sysid identify` does (unencoded rods: no columns). Returns its `IdentificationResult`."""
+    `fg-sysid identify` does (unencoded rods: no columns); ``init``: its initial θ (``"ls"``, the default:
+    the constraint-eliminated least squares; ``"prior"``: the prior mean). Returns its
+    `IdentificationResult`."""
     import tempfile
 
     from fg_sysid.datasets.io import load_log_for_robot, write_log
@@ -450,7 +452,7 @@ def floating_loop_smoother(log):
             warnings.simplefilter("ignore")
             robot_l, log_l = load_log_for_robot(Path(tmp) / "log.parquet",
                                                 load_robot(str(loop_robot_path("b1_fourbar"))))
-            return FloatingBaseSmoother(robot_l, verbose=True).fit(log_l).result_
+            return FloatingBaseSmoother(robot_l, verbose=True, init=init).fit(log_l).result_
 
 
 def main() -> None:
@@ -472,6 +474,8 @@ def main() -> None:
                     help="MuJoCo dry friction fc x this (1: 2 %% of the effort limit)")
     ap.add_argument("--floating-lift", type=float, default=0.08, help="swing-foot lift [m] (training log)")
     ap.add_argument("--floating-loop", type=float, default=0.05, help="swing-foot loop radius [m] (training)")
+    ap.add_argument("--floating-init", default="ls", choices=("ls", "prior"),
+                    help="initial θ of the loop smoother (default ls: constraint-eliminated least squares)")
     ap.add_argument("--floating-methods", nargs="*", default=["reduced", "loop-smoother"],
                     help="fitted methods of the floating rows (nominal and true are always scored)")
     args = ap.parse_args()
