@@ -360,6 +360,7 @@ def run_floating(args) -> pd.DataFrame:
             print(f"  WARNING: the {key} log's robot fell (base tilt {r.truth['base_tilt_max_deg']:.0f} "
                   f"deg > {FALL_TILT_DEG:g}): not a step in place; use a longer --floating-step-period",
                   flush=True)
+    training_collinearity(robot, res_tr)
     rows, st_sg, ser_sg = floating_sg_states(robot, desc, serial, log_ho, res_ho)
     st_ex, ser_ex = floating_exact_states(robot, serial, res_ho, exact["a_pin"], rows)
     forces = [log_ho.forces[f][rows] for f in robot.contact_frames]
@@ -419,6 +420,29 @@ def run_floating(args) -> pd.DataFrame:
                         "joint": names[i], "rmse": e, "cpu_seconds": cpu.get(m, 0.0),
                         "relative_%": 100 * e / float(np.sqrt(np.mean(u_true[:, c] ** 2)))})
     return pd.DataFrame(out)
+
+
+def training_collinearity(robot, res_tr, velocity_scale: float = 0.05) -> None:
+    """Knee motor vs calf friction from the training motion alone (exact states, no fit): the transmission
+    ratio J = dq_calf/dq_motor along the log and the cosines of the motor's and the reflected calf's
+    friction regressor columns (`floating_loops.regressor_cosines`)."""
+    from fg_sysid.estimation import floating_loops, loop_terms
+    from fg_sysid.robots import load_robot
+    from fg_sysid.robots.loops import passive_mask
+
+    looped = load_robot(str(loop_robot_path("b1_fourbar")))
+    names, iv = list(looped.joint_names), looped.joint_index_v()
+    pas = passive_mask(looped)
+    p_idx, a_idx = list(np.flatnonzero(pas)), list(np.flatnonzero(~pas))
+    q, v = res_tr.q_pin[::10], res_tr.v_pin[::10]
+    R = floating_loops.transmission_ratios(loop_terms.closures(looped), looped, q)
+    for leg in LEGS:
+        m, c = names.index(f"{leg}_knee_motor"), names.index(f"{leg}_calf_joint")
+        J = R[:, p_idx.index(c), a_idx.index(m)]
+        cos = floating_loops.regressor_cosines(v[:, iv[m]], v[:, iv[c]], J, velocity_scale)
+        print(f"  training motion, {leg}: J = dq_calf/dq_motor in [{J.min():.3f}, {J.max():.3f}], regressor "
+              f"cosine motor vs calf: fc {cos['fc']:.4f}, fv {cos['fv']:.4f} (weak-direction information "
+              f"{cos['fc_weak_information']:.1e} / {cos['fv_weak_information']:.1e})", flush=True)
 
 
 def print_knee_identifiability(lp: dict, truth: dict) -> None:

@@ -184,3 +184,18 @@ def test_base_tilt_reports_a_fall(stepping):
     _, _, res, _, _ = stepping
     assert res.truth["base_tilt_max_deg"] < 10.0  # 0.6 s per foot is a hop (no foot down at times), no fall
     assert res.truth["feet_in_contact_min"] == int(res.contact.sum(axis=1).min())
+
+
+def test_regressor_cosines_measure_the_motor_passive_collinearity():
+    """v_p = J v_m with a constant J: the viscous columns are parallel (cos 1, no information on the
+    split); a J that varies along the motion separates them; independent motions are near orthogonal."""
+    rng = np.random.default_rng(3)
+    v_m = np.sin(np.linspace(0, 12, 2000)) * 2.0
+    const = floating_loops.regressor_cosines(v_m, 0.8 * v_m, np.full(v_m.size, 0.8), 0.05)
+    assert const["fv"] == pytest.approx(1.0, abs=1e-12) and const["fv_weak_information"] < 1e-12
+    assert const["fc"] > 0.99  # tanh(v/v_s) vs tanh(0.8 v/v_s): equal signs, different transitions
+    J = 0.3 + 0.6 * (1 + np.cos(np.linspace(0, 12, 2000))) / 2  # 0.3 … 0.9, correlated with the motion
+    varying = floating_loops.regressor_cosines(v_m, J * v_m, J, 0.05)
+    assert 0.5 < varying["fv"] < 0.99 and varying["fv_weak_information"] > 0.01
+    indep = floating_loops.regressor_cosines(v_m, rng.normal(size=v_m.size), np.ones(v_m.size), 0.05)
+    assert abs(indep["fv"]) < 0.1 and abs(indep["fc"]) < 0.1

@@ -303,6 +303,24 @@ def transmission_ratios(L, robot, q: np.ndarray) -> np.ndarray:
     return -np.linalg.pinv(Jp) @ Ja
 
 
+def regressor_cosines(v_motor, v_passive, ratio, velocity_scale: float) -> dict:
+    """Collinearity of a motor's and a passive joint's friction in the motor's row, from the motion alone
+    (no parameter values): the cosine between the regressor columns of the motor's friction and of the
+    passive joint's friction reflected through ``ratio`` J(t) = dq_p/dq_m (v_p = J v_m on the closure):
+    Coulomb tanh(v_m/v_s) vs J tanh(v_p/v_s), viscous v_m vs J v_p. With normalized columns the Fisher
+    information of the pair has eigenvalues 1 ± cos: ``1 − |cos|`` (``weak_information``) is the relative
+    information along the split (motor − passive), the direction the efforts hardly see."""
+    v_m, v_p, J = (np.asarray(a, float) for a in (v_motor, v_passive, ratio))
+    out = {}
+    for kind, cm, cp in (("fc", np.tanh(v_m / velocity_scale), J * np.tanh(v_p / velocity_scale)),
+                         ("fv", v_m, J * v_p)):
+        den = float(np.linalg.norm(cm) * np.linalg.norm(cp))
+        c = float(cm @ cp / den) if den > 0 else float("nan")
+        out[kind] = c
+        out[f"{kind}_weak_information"] = 1.0 - abs(c)
+    return out
+
+
 def friction_collinearity(smoother, x, theta, cov, stride: int = 10) -> list[dict]:
     """Motor vs passive-joint friction through a linkage (issue 11): per actuated joint that drives
     passive joints (|dq_j/dq_i| > 1e-3, e.g. a knee motor and its calf pin and rod), the posterior
@@ -318,14 +336,21 @@ def friction_collinearity(smoother, x, theta, cov, stride: int = 10) -> list[dic
     posterior ``estimate``/``std`` of the motor's fc, fv and of the sums (delta method through the layout,
     ``cov`` = posterior covariance of θ), ``prior_std`` of the motor's fc, fv, and ``weak_direction``:
     per friction kind, the unit vector (motor, passive joints) of the largest posterior variance of the
-    physical friction block and its std."""
+    physical friction block and its std. ``regressor_cosine`` (`regressor_cosines`, along the smoothed
+    trajectory): the same collinearity from the motion alone — meaningful also where a parameter sits at
+    its floor (there the exp parameterization's dp/dθ ≈ 0 makes the posterior equal the prior and the
+    correlation ≈ 0)."""
     robot, layout = smoother.robot, smoother.layout_
     pas = passive_mask(robot)
     names = list(robot.joint_names)
     act_j, pas_j = [j for j in range(len(names)) if not pas[j]], [j for j in range(len(names)) if pas[j]]
     if not pas_j:
         return []
-    ratio = transmission_ratios(smoother._loops, robot, np.asarray(x[0])[::max(int(stride), 1)]).mean(axis=0)
+    sel = slice(None, None, max(int(stride), 1))
+    R = transmission_ratios(smoother._loops, robot, np.asarray(x[0])[sel])  # (K, n_p, n_a)
+    ratio = R.mean(axis=0)
+    v = np.asarray(x[1])[sel][:, np.asarray(robot.joint_index_v(), int)]  # joint velocities (K, n)
+    vs = float(getattr(smoother, "friction_velocity_scale", 0.05) or 0.05)
     pnames = list(layout.names)
     Jl = layout.jacobian(theta)
     P = Jl @ np.asarray(cov, float) @ Jl.T
@@ -343,7 +368,8 @@ def friction_collinearity(smoother, x, theta, cov, stride: int = 10) -> list[dic
         b0, j0 = max(pick, key=lambda bj: abs(ratio[bj[0], a]))
         row = {"motor": names[i], "passive": names[j0], "ratio": float(ratio[b0, a]),
                "coupled": {names[j]: float(ratio[b, a]) for b, j in coupled},
-               "correlation": {}, "estimate": {}, "std": {}, "prior_std": {}, "weak_direction": {}}
+               "correlation": {}, "estimate": {}, "std": {}, "prior_std": {}, "weak_direction": {},
+               "regressor_cosine": regressor_cosines(v[:, i], v[:, j0], R[:, b0, a], vs)}
         for kind, power in (("fc", 1), ("fv", 2)):
             im = f"{names[i]}.{kind}"
             if im not in pnames:
