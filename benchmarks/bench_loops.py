@@ -29,7 +29,9 @@ Writes ``<out>.csv`` and the PNGs ``<out>_fig15.png`` (measured vs predicted hel
 nominal / reduced / loop model) and ``<out>_bars.png`` (RMSE per joint and method, log scale).
 
 ``--floating``: also the floating B1 with four-bar knees stepping in place in MuJoCo (`run_floating`:
-nominal / reduced floating smoother on the serial B1 / true parameters, with measured contact forces).
+nominal / reduced floating smoother on the serial B1 / loop smoother / true parameters, with the logged
+contact forces), scored at the held-out log's exact states (MuJoCo's q, v, qacc) and at SG states of the
+noisy log; the training motion's motor/calf friction collinearity is printed (`training_collinearity`).
 
 Usage: python benchmarks/bench_loops.py [--robots b1_leg_fourbar fourbar] [--truths mujoco in-class]
        [--train 10] [--heldout 5] [--rate 500] [--noise 0.01] [--seed 0] [--out benchmarks/results/loops]
