@@ -397,7 +397,10 @@ def run_floating(args) -> pd.DataFrame:
               flush=True)
     if "loop-smoother" in methods:  # the floating smoother on the looped spec (`fg-sysid identify` path)
         t1, c1 = time.perf_counter(), time.process_time()
-        res_l = floating_loop_smoother(log_tr, init=args.floating_init)
+        prior = None
+        if args.floating_prior_mean == "truth":  # diagnostic: does the fit stay at the truth? (not a method)
+            prior = np.array([res_tr.truth["parameters"][n] for n in parameter_names(robot)])
+        res_l = floating_loop_smoother(log_tr, init=args.floating_init, prior_mean=prior)
         cpu["loop-smoother"] = time.process_time() - c1
         models["loop-smoother"] = res_l.layout.to_physical(res_l.theta)
         lp = res_l.extras["loops"]
@@ -461,10 +464,11 @@ def print_knee_identifiability(lp: dict, truth: dict) -> None:
               f"armature {truth[f'{m}.armature']:.4g}", flush=True)
 
 
-def floating_loop_smoother(log, init: str = "ls"):
+def floating_loop_smoother(log, init: str = "ls", prior_mean=None):
     """`FloatingBaseSmoother` on the looped ``b1_fourbar`` spec, the log written and read back like
     `fg-sysid identify` does (unencoded rods: no columns); ``init``: its initial θ (``"ls"``, the default:
-    the constraint-eliminated least squares; ``"prior"``: the prior mean). Returns its
+    the constraint-eliminated least squares; ``"prior"``: the prior mean; ``prior_mean``: physical
+    parameters, None = the URDF's). Returns its
     `IdentificationResult`."""
     import tempfile
 
@@ -478,7 +482,8 @@ def floating_loop_smoother(log, init: str = "ls"):
             warnings.simplefilter("ignore")
             robot_l, log_l = load_log_for_robot(Path(tmp) / "log.parquet",
                                                 load_robot(str(loop_robot_path("b1_fourbar"))))
-            return FloatingBaseSmoother(robot_l, verbose=True, init=init).fit(log_l).result_
+            return FloatingBaseSmoother(robot_l, verbose=True, init=init,
+                                        prior_mean=prior_mean).fit(log_l).result_
 
 
 def main() -> None:
@@ -502,6 +507,8 @@ def main() -> None:
     ap.add_argument("--floating-loop", type=float, default=0.05, help="swing-foot loop radius [m] (training)")
     ap.add_argument("--floating-init", default="ls", choices=("ls", "prior"),
                     help="initial θ of the loop smoother (default ls: constraint-eliminated least squares)")
+    ap.add_argument("--floating-prior-mean", default="nominal", choices=("nominal", "truth"),
+                    help="loop smoother's prior mean (truth: a diagnostic — does the fit stay there?)")
     ap.add_argument("--floating-methods", nargs="*", default=["reduced", "loop-smoother"],
                     help="fitted methods of the floating rows (nominal and true are always scored)")
     args = ap.parse_args()

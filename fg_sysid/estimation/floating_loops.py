@@ -358,12 +358,12 @@ def friction_collinearity(smoother, x, theta, cov, stride: int = 10) -> list[dic
     prior_std = getattr(smoother, "_theta_std", None)
     Pp = None if prior_std is None else (Jl * np.asarray(prior_std, float)[None]) @ (Jl * np.asarray(
         prior_std, float)[None]).T
+    enc = encoded_mask(robot)
     out = []
     for a, i in enumerate(act_j):
         coupled = [(b, j) for b, j in enumerate(pas_j) if abs(ratio[b, a]) > 1e-3]
         if not coupled:
             continue
-        enc = encoded_mask(robot)
         pick = [(b, j) for b, j in coupled if enc[j]] or coupled  # the encoded one (the calf), if any
         b0, j0 = max(pick, key=lambda bj: abs(ratio[bj[0], a]))
         row = {"motor": names[i], "passive": names[j0], "ratio": float(ratio[b0, a]),
