@@ -29,7 +29,9 @@ Writes ``<out>.csv`` and the PNGs ``<out>_fig15.png`` (measured vs predicted hel
 nominal / reduced / loop model) and ``<out>_bars.png`` (RMSE per joint and method, log scale).
 
 ``--floating``: also the floating B1 with four-bar knees stepping in place in MuJoCo (`run_floating`:
-nominal / reduced floating smoother on the serial B1 / true parameters, with measured contact forces).
+nominal / reduced floating smoother on the serial B1 / loop smoother / true parameters, with the logged
+contact forces), scored at the held-out log's exact states (MuJoCo's q, v, qacc) and at SG states of the
+noisy log; the training motion's motor/calf friction collinearity is printed (`training_collinearity`).
 
 Usage: python benchmarks/bench_loops.py [--robots b1_leg_fourbar fourbar] [--truths mujoco in-class]
        [--train 10] [--heldout 5] [--rate 500] [--noise 0.01] [--seed 0] [--out benchmarks/results/loops]
@@ -249,45 +251,26 @@ def plot(extra: dict, title: str, path_fig15: Path, table: pd.DataFrame, path_ba
 
 
 # ---------------------------------------------------------------------------------------------- floating
-def run_floating(args) -> pd.DataFrame:
-    """Floating B1 with four-bar knees, step in place (module docstring of `simulate_loop_stance`):
-    held-out actuated efforts with the held-out log's measured contact forces,
-    u = Gᵀ(ID(q, v, a; p) − Σ_f J_fᵀ f_f) on the actuated joints, states by SG on the manifold of the
-    serial view (base, hip, thigh, calf encoders) and the knee motors and rods from the closures."""
-    from fg_sysid.datasets.mujoco_loops import simulate_loop_stance
-    from fg_sysid.estimation.floating_smoother import FloatingBaseSmoother
-    from fg_sysid.floating_validation import (
-        contact_generalized_forces,
-        floating_inverse_dynamics,
-        floating_states,
-        predict_floating_efforts,
-    )
-    from fg_sysid.robots import load_robot
+LEGS = ("FL", "FR", "RL", "RR")
+FALL_TILT_DEG = 30.0  # base tilt above which a "step in place" log is a fall
+
+
+def floating_sg_states(robot, desc, serial, log_ho, res_ho):
+    """Held-out states of the pipeline any log allows (score "SG states"): SG on the manifold of the
+    serial view (base pose, hip, thigh, calf encoders of the noisy log), knee motors and rods from the
+    closures. Returns (rows, (q, v, a) of the looped robot, (q, v, a) of the serial robot)."""
+    from fg_sysid.floating_validation import floating_states
     from fg_sysid.robots.loop_kinematics import ClosureKinematics
 
-    robot, desc = load_loop_robot("b1_fourbar")
-    serial = load_robot("b1")
-    emap = {f"{leg}_calf_joint": f"{leg}_knee_motor" for leg in ("FL", "FR", "RL", "RR")}
-    t0 = time.perf_counter()
-    res_tr, log_tr, viol_tr = simulate_loop_stance(robot, desc, args.floating_train, args.rate, args.noise,
-                                                   args.seed, step_period=args.floating_step_period,
-                                                   friction_scale=args.floating_friction_scale)
-    res_ho, log_ho, viol_ho = simulate_loop_stance(robot, desc, args.floating_heldout, args.rate,
-                                                   args.noise, args.seed + 1,
-                                                   step_period=args.floating_heldout_step_period,
-                                                   truth=res_tr.truth)
-    print(f"[b1_fourbar / mujoco steps] simulated {args.floating_train:g} + {args.floating_heldout:g} s in "
-          f"{time.perf_counter() - t0:.1f} s; closure violation {viol_tr:.2e} / {viol_ho:.2e} m", flush=True)
-    # held-out: the same robot, another gait timing (2.0 s per foot) and noise draw
-    sl_ho = serial_log(log_ho, serial, emap)
-    rows, q_s, v_s, a_s = floating_states(sl_ho, serial)
+    emap = {f"{leg}_calf_joint": f"{leg}_knee_motor" for leg in LEGS}
+    rows, q_s, v_s, a_s = floating_states(serial_log(log_ho, serial, emap), serial)
     names, snames = list(robot.joint_names), list(serial.joint_names)
     iq, iv = robot.joint_index_q(), robot.joint_index_v()
     siq, siv = serial.joint_index_q(), serial.joint_index_v()
     ck = ClosureKinematics(robot.model, desc.loops)
     knee_rod = [iv[i] for i, j in enumerate(names) if j.endswith(("knee_motor", "rod_joint"))]
-    passive = [iv[names.index(j)] for j in desc.passive]
-    act = [names.index(j) for j in desc.actuated(names)]
+    ind = np.setdiff1d(np.arange(robot.nv), knee_rod)
+    pos = {int(c): i for i, c in enumerate(ind)}
     q = np.tile(np.asarray(res_ho.q_pin[rows[0]], float), (len(rows), 1))
     v, a = np.zeros((len(rows), robot.nv)), np.zeros((len(rows), robot.nv))
     qk = np.asarray(res_ho.q_pin[rows[0]], float).copy()
@@ -295,8 +278,6 @@ def run_floating(args) -> pd.DataFrame:
         qk[:7] = q_s[k, :7]
         qk[[iq[names.index(j)] for j in snames]] = q_s[k, siq]
         qk = ck.solve_passive(qk, knee_rod)
-        ind = np.setdiff1d(np.arange(robot.nv), knee_rod)
-        pos = {int(c): i for i, c in enumerate(ind)}
         vi, ai = np.zeros(ind.size), np.zeros(ind.size)
         vi[:6], ai[:6] = v_s[k, :6], a_s[k, :6]
         for j, c in zip(snames, siv, strict=True):
@@ -304,57 +285,191 @@ def run_floating(args) -> pd.DataFrame:
             ai[pos[int(iv[names.index(j)])]] = a_s[k, c]
         q[k] = qk
         v[k], a[k], _ = ck.complete(qk, vi, ai, knee_rod)
+    return rows, (q, v, a), (q_s, v_s, a_s)
+
+
+def floating_exact_states(robot, serial, res_ho, a_pin, rows):
+    """Held-out states that measure the parameters (score "exact states"): MuJoCo's own q, v and qacc at
+    the samples ``rows`` (`mujoco_loops.mj_acceleration_to_pin`), for the looped robot and its serial
+    view (base + hip, thigh, calf of the same arrays)."""
+    q, v, a = (np.asarray(x, float)[rows] for x in (res_ho.q_pin, res_ho.v_pin, a_pin))
+    names = list(robot.joint_names)
+    iq, iv = robot.joint_index_q(), robot.joint_index_v()
+    n = len(rows)
+    qs, vs, as_ = np.zeros((n, serial.nq)), np.zeros((n, serial.nv)), np.zeros((n, serial.nv))
+    qs[:, :7], vs[:, :6], as_[:, :6] = q[:, :7], v[:, :6], a[:, :6]
+    for j, cq, cv in zip(serial.joint_names, serial.joint_index_q(), serial.joint_index_v(), strict=True):
+        qs[:, cq] = q[:, iq[names.index(j)]]
+        vs[:, cv], as_[:, cv] = v[:, iv[names.index(j)]], a[:, iv[names.index(j)]]
+    return (q, v, a), (qs, vs, as_)
+
+
+def motor_efforts(robot, desc, q, gen) -> np.ndarray:
+    """u_k = (G_kᵀ g_k) on the actuated joints (G: v = G v_ind at q_k, passive joints dependent), from the
+    generalized forces g (N, nv) = ID(q, v, a) − Σ_f J_fᵀ f_f; closure forces (Gᵀ Jᵀλ = 0) drop out."""
+    from fg_sysid.robots.loop_kinematics import ClosureKinematics
+
+    ck = ClosureKinematics(robot.model, desc.loops)
+    names, iv = list(robot.joint_names), robot.joint_index_v()
+    passive = [iv[names.index(j)] for j in desc.passive]
+    act = [names.index(j) for j in desc.actuated(names)]
+    out = np.empty((q.shape[0], len(act)))
+    for k in range(q.shape[0]):
+        G, ind = ck.dependent_map(q[k], passive)
+        pos = {int(c): i for i, c in enumerate(ind)}
+        out[k] = (G.T @ gen[k])[[pos[int(iv[i])] for i in act]]
+    return out
+
+
+def run_floating(args) -> pd.DataFrame:
+    """Floating B1 with four-bar knees, step in place (module docstring of `simulate_loop_stance`):
+    held-out actuated efforts u = Gᵀ(ID(q, v, a; p) − Σ_f J_fᵀ f_f) with the held-out log's contact forces,
+    scored twice: ``states = "exact"`` (MuJoCo's q, v, qacc: what the parameters cost) and ``states =
+    "sg"`` (SG on the manifold of the noisy log: what the prediction pipeline costs as well).
+    Writes ``<out>_floating_parameters.csv`` (the loop fit's parameter table) and
+    ``<out>_floating_identifiability.json`` (the fit's ``summary.json`` → ``loops`` block)."""
+    import json
+
+    from fg_sysid.datasets.mujoco_loops import simulate_loop_stance
+    from fg_sysid.estimation.floating_smoother import FloatingBaseSmoother
+    from fg_sysid.floating_validation import (
+        contact_generalized_forces,
+        floating_inverse_dynamics,
+        predict_floating_efforts,
+    )
+    from fg_sysid.robots import load_robot
+
+    robot, desc = load_loop_robot("b1_fourbar")
+    serial = load_robot("b1")
+    emap = {f"{leg}_calf_joint": f"{leg}_knee_motor" for leg in LEGS}
+    plan = {"lift": args.floating_lift, "loop": args.floating_loop}
+    t0, c0 = time.perf_counter(), time.process_time()
+    res_tr, log_tr, viol_tr = simulate_loop_stance(robot, desc, args.floating_train, args.rate, args.noise,
+                                                   args.seed, step_period=args.floating_step_period,
+                                                   friction_scale=args.floating_friction_scale, **plan)
+    exact = {}
+    res_ho, log_ho, viol_ho = simulate_loop_stance(robot, desc, args.floating_heldout, args.rate,
+                                                   args.noise, args.seed + 1,
+                                                   step_period=args.floating_heldout_step_period,
+                                                   truth=res_tr.truth, exact=exact)
+    print(f"[b1_fourbar / mujoco steps] simulated {args.floating_train:g} + {args.floating_heldout:g} s in "
+          f"{time.perf_counter() - t0:.1f} s ({time.process_time() - c0:.0f} CPU s); closure violation "
+          f"{viol_tr:.2e} / {viol_ho:.2e} m; base tilt max {res_tr.truth['base_tilt_max_deg']:.1f} / "
+          f"{res_ho.truth['base_tilt_max_deg']:.1f} deg, feet in contact min "
+          f"{res_tr.truth['feet_in_contact_min']} / {res_ho.truth['feet_in_contact_min']}", flush=True)
+    for key, r in (("training", res_tr), ("held-out", res_ho)):
+        if r.truth["base_tilt_max_deg"] > FALL_TILT_DEG:
+            print(f"  WARNING: the {key} log's robot fell (base tilt {r.truth['base_tilt_max_deg']:.0f} "
+                  f"deg > {FALL_TILT_DEG:g}): not a step in place; use a longer --floating-step-period",
+                  flush=True)
+    training_collinearity(robot, res_tr)
+    rows, st_sg, ser_sg = floating_sg_states(robot, desc, serial, log_ho, res_ho)
+    st_ex, ser_ex = floating_exact_states(robot, serial, res_ho, exact["a_pin"], rows)
     forces = [log_ho.forces[f][rows] for f in robot.contact_frames]
-    JtF = contact_generalized_forces(robot, q, forces, robot.contact_frames, robot.contact_radius)
-
-    def project(gen):
-        out = np.empty((len(rows), len(act)))
-        for k in range(len(rows)):
-            G, ind = ck.dependent_map(q[k], passive)
-            pos = {int(c): i for i, c in enumerate(ind)}
-            out[k] = (G.T @ gen[k])[[pos[int(iv[i])] for i in act]]
-        return out
-
+    states = {"exact": (st_ex, ser_ex), "sg": (st_sg, ser_sg)}
+    JtF = {k: contact_generalized_forces(robot, st[0], forces, robot.contact_frames, robot.contact_radius)
+           for k, (st, _) in states.items()}
+    names = list(robot.joint_names)
+    act = [names.index(j) for j in desc.actuated(names)]
     pnames = parameter_names(robot)
     p_true = np.array([res_ho.truth["parameters"][n] for n in pnames])
-    preds = {"true": project(floating_inverse_dynamics(p_true, robot, q, v, a) - JtF),
-             "nominal": project(floating_inverse_dynamics(nominal_parameters(robot), robot, q, v, a) - JtF)}
-    # reduced: the floating smoother on the serial view of the training log
-    t1 = time.perf_counter()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        fs = FloatingBaseSmoother(serial).fit(serial_log(log_tr, serial, emap))
-    u_s = predict_floating_efforts(fs.result_, serial, q_s, v_s, a_s, forces, serial.contact_frames,
-                                   serial.contact_radius)
-    col = {emap.get(j, j): i for i, j in enumerate(snames)}
-    preds["reduced"] = np.column_stack([u_s[:, col[names[i]]] for i in act])
-    print(f"  reduced floating smoother: {time.perf_counter() - t1:.0f} s")
-    # loop smoother: the floating smoother on the looped spec, through the `fg-sysid identify` file path
-    t1 = time.perf_counter()
-    res_l = floating_loop_smoother(log_tr)
-    p_l = res_l.layout.to_physical(res_l.theta)
-    preds["loop-smoother"] = project(floating_inverse_dynamics(p_l, robot, q, v, a) - JtF)
-    lp = res_l.extras["loops"]["constraint_residual_max"]
-    print(f"  loop floating smoother: {time.perf_counter() - t1:.0f} s; closures at the solution: "
-          + ", ".join(f"{k} {val:.1e}" for k, val in lp.items()), flush=True)
-    for i in act:
-        if names[i].endswith("knee_motor"):
-            est = {k: p_l[pnames.index(f"{names[i]}.{k}")] for k in ("fc", "fv", "armature")}
-            tru = {k: p_true[pnames.index(f"{names[i]}.{k}")] for k in ("fc", "fv", "armature")}
-            print(f"  {names[i]}: " + ", ".join(f"{k} {est[k]:.5f} (true {tru[k]:.5f})" for k in est))
+    models = {"true": p_true, "nominal": nominal_parameters(robot)}
+    preds, cpu = {}, {}
+
+    def physical(m, p):
+        for k, (st, _) in states.items():
+            gen = floating_inverse_dynamics(p, robot, *st) - JtF[k]
+            preds[(m, k)] = motor_efforts(robot, desc, st[0], gen)
+
+    methods = set(args.floating_methods)
+    if "reduced" in methods:  # the floating smoother on the serial view of the training log
+        t1, c1 = time.perf_counter(), time.process_time()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            fs = FloatingBaseSmoother(serial).fit(serial_log(log_tr, serial, emap))
+        cpu["reduced"] = time.process_time() - c1
+        col = {emap.get(j, j): i for i, j in enumerate(serial.joint_names)}
+        for k, (_, sst) in states.items():
+            u_s = predict_floating_efforts(fs.result_, serial, *sst, forces, serial.contact_frames,
+                                           serial.contact_radius)
+            preds[("reduced", k)] = np.column_stack([u_s[:, col[names[i]]] for i in act])
+        print(f"  reduced floating smoother: {time.perf_counter() - t1:.0f} s ({cpu['reduced']:.0f} CPU s)",
+              flush=True)
+    if "loop-smoother" in methods:  # the floating smoother on the looped spec (`fg-sysid identify` path)
+        t1, c1 = time.perf_counter(), time.process_time()
+        prior = None
+        if args.floating_prior_mean == "truth":  # diagnostic: does the fit stay at the truth? (not a method)
+            prior = np.array([res_tr.truth["parameters"][n] for n in parameter_names(robot)])
+        res_l = floating_loop_smoother(log_tr, init=args.floating_init, prior_mean=prior)
+        cpu["loop-smoother"] = time.process_time() - c1
+        models["loop-smoother"] = res_l.layout.to_physical(res_l.theta)
+        lp = res_l.extras["loops"]
+        print(f"  loop floating smoother: {time.perf_counter() - t1:.0f} s "
+              f"({cpu['loop-smoother']:.0f} CPU s); closures at the solution: "
+              + ", ".join(f"{k} {val:.1e}" for k, val in lp["constraint_residual_max"].items()), flush=True)
+        np.savez(f"{args.out}_floating_fit.npz", theta=res_l.theta, theta_cov=res_l.theta_cov,
+                 estimate=res_l.estimate, names=np.array(res_l.names))
+        tab = res_l.parameters_table()
+        tab["truth"] = [res_ho.truth["parameters"].get(n, np.nan) for n in tab["name"]]
+        tab.to_csv(f"{args.out}_floating_parameters.csv", index=False)
+        Path(f"{args.out}_floating_identifiability.json").write_text(json.dumps(lp, indent=1, default=float))
+        print_knee_identifiability(lp, res_ho.truth["parameters"])
+    for m, p in models.items():
+        physical(m, p)
     u_true = res_ho.tau[rows][:, act]
     out = []
-    for m, u in preds.items():
+    for (m, k), u in preds.items():
         for c, i in enumerate(act):
             e = float(np.sqrt(np.mean((u[:, c] - u_true[:, c]) ** 2)))
-            out.append({"robot": "b1_fourbar", "truth": "mujoco-steps", "method": m, "joint": names[i],
-                        "rmse": e, "relative_%": 100 * e / float(np.sqrt(np.mean(u_true[:, c] ** 2)))})
+            out.append({"robot": "b1_fourbar", "truth": "mujoco-steps", "method": m, "states": k,
+                        "joint": names[i], "rmse": e, "cpu_seconds": cpu.get(m, 0.0),
+                        "relative_%": 100 * e / float(np.sqrt(np.mean(u_true[:, c] ** 2)))})
     return pd.DataFrame(out)
 
 
-def floating_loop_smoother(log):
+def training_collinearity(robot, res_tr, velocity_scale: float = 0.05) -> None:
+    """Knee motor vs calf friction from the training motion alone (exact states, no fit): the transmission
+    ratio J = dq_calf/dq_motor along the log and the cosines of the motor's and the reflected calf's
+    friction regressor columns (`floating_loops.regressor_cosines`)."""
+    from fg_sysid.estimation import floating_loops, loop_terms
+    from fg_sysid.robots import load_robot
+    from fg_sysid.robots.loops import passive_mask
+
+    looped = load_robot(str(loop_robot_path("b1_fourbar")))
+    names, iv = list(looped.joint_names), looped.joint_index_v()
+    pas = passive_mask(looped)
+    p_idx, a_idx = list(np.flatnonzero(pas)), list(np.flatnonzero(~pas))
+    q, v = res_tr.q_pin[::10], res_tr.v_pin[::10]
+    R = floating_loops.transmission_ratios(loop_terms.closures(looped), looped, q)
+    for leg in LEGS:
+        m, c = names.index(f"{leg}_knee_motor"), names.index(f"{leg}_calf_joint")
+        J = R[:, p_idx.index(c), a_idx.index(m)]
+        cos = floating_loops.regressor_cosines(v[:, iv[m]], v[:, iv[c]], J, velocity_scale)
+        print(f"  training motion, {leg}: J = dq_calf/dq_motor in [{J.min():.3f}, {J.max():.3f}], regressor "
+              f"cosine motor vs calf: fc {cos['fc']:.4f}, fv {cos['fv']:.4f} (weak-direction information "
+              f"{cos['fc_weak_information']:.1e} / {cos['fv_weak_information']:.1e})", flush=True)
+
+
+def print_knee_identifiability(lp: dict, truth: dict) -> None:
+    """The knee motors' friction and armature, the motor/calf friction collinearity and the identifiable
+    reflected sums against the truth (from ``summary.json`` → ``loops``, `floating_loops.summary_extras`)."""
+    for row in lp.get("friction_collinearity", []):
+        m, c = row["motor"], row["passive"]
+        est = ", ".join(f"{k} {row['estimate'][k]:.4g} ± {row['std'][k]:.2g}" for k in row["estimate"])
+        tru = {"fc_sum": truth[f"{m}.fc"] + row["ratio"] * truth[f"{c}.fc"],
+               "fv_sum": truth[f"{m}.fv"] + row["ratio"] ** 2 * truth[f"{c}.fv"]}
+        print(f"  {m} / {c}: J = {row['ratio']:.3f}, corr(fc) {row['correlation']['fc']:+.3f}, "
+              f"corr(fv) {row['correlation']['fv']:+.3f}; {est}; true fc_sum {tru['fc_sum']:.4g}, "
+              f"fv_sum {tru['fv_sum']:.4g}, motor fc {truth[f'{m}.fc']:.4g} fv {truth[f'{m}.fv']:.4g} "
+              f"armature {truth[f'{m}.armature']:.4g}", flush=True)
+
+
+def floating_loop_smoother(log, init: str = "ls", prior_mean=None):
     """`FloatingBaseSmoother` on the looped ``b1_fourbar`` spec, the log written and read back like
-    `fg-sysid identify` does (unencoded rods: no columns). Returns its `IdentificationResult`."""
+    `fg-sysid identify` does (unencoded rods: no columns); ``init``: its initial θ (``"ls"``, the default:
+    the constraint-eliminated least squares; ``"prior"``: the prior mean; ``prior_mean``: physical
+    parameters, None = the URDF's). Returns its
+    `IdentificationResult`."""
     import tempfile
 
     from fg_sysid.datasets.io import load_log_for_robot, write_log
@@ -367,7 +482,8 @@ def floating_loop_smoother(log):
             warnings.simplefilter("ignore")
             robot_l, log_l = load_log_for_robot(Path(tmp) / "log.parquet",
                                                 load_robot(str(loop_robot_path("b1_fourbar"))))
-            return FloatingBaseSmoother(robot_l, verbose=True).fit(log_l).result_
+            return FloatingBaseSmoother(robot_l, verbose=True, init=init,
+                                        prior_mean=prior_mean).fit(log_l).result_
 
 
 def main() -> None:
@@ -387,6 +503,14 @@ def main() -> None:
     ap.add_argument("--floating-heldout-step-period", type=float, default=2.0)
     ap.add_argument("--floating-friction-scale", type=float, default=1.0,
                     help="MuJoCo dry friction fc x this (1: 2 %% of the effort limit)")
+    ap.add_argument("--floating-lift", type=float, default=0.08, help="swing-foot lift [m] (training log)")
+    ap.add_argument("--floating-loop", type=float, default=0.05, help="swing-foot loop radius [m] (training)")
+    ap.add_argument("--floating-init", default="ls", choices=("ls", "prior"),
+                    help="initial θ of the loop smoother (default ls: constraint-eliminated least squares)")
+    ap.add_argument("--floating-prior-mean", default="nominal", choices=("nominal", "truth"),
+                    help="loop smoother's prior mean (truth: a diagnostic — does the fit stay there?)")
+    ap.add_argument("--floating-methods", nargs="*", default=["reduced", "loop-smoother"],
+                    help="fitted methods of the floating rows (nominal and true are always scored)")
     args = ap.parse_args()
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -408,9 +532,14 @@ def main() -> None:
         ft = run_floating(args)
         tables.append(ft)
         piv = ft.assign(leg=ft.joint.str[:2], kind=ft.joint.str[3:]).pivot_table(
-            index="method", columns="kind", values="relative_%", aggfunc="mean")
-        print("floating B1, held-out relative RMSE [%], mean over the four legs:")
+            index=["states", "method"], columns="kind", values="relative_%", aggfunc="mean")
+        print("floating B1, held-out relative RMSE [%], mean over the four legs (states: exact = MuJoCo's "
+              "q, v, qacc; sg = SG of the noisy log):")
         print(piv.round(2).to_string())
+        knee = ft[ft.joint.str.endswith("knee_motor")].pivot_table(
+            index=["states", "method"], columns="joint", values="relative_%")
+        print("knee motors per leg [%]:")
+        print(knee.round(2).to_string())
     pd.concat(tables).to_csv(f"{out}.csv", index=False)
     if ptabs:
         pd.concat(ptabs).to_csv(f"{out}_parameters.csv", index=False)

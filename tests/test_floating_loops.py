@@ -142,6 +142,21 @@ def test_floating_loop_identify_closures_at_the_solution(loop_fit):
     assert (out / "parameters.csv").exists() and (out / "trajectory.parquet").exists()
 
 
+def test_floating_loop_summary_reports_the_knee_friction_collinearity(loop_fit):
+    """``summary.json`` → ``loops.friction_collinearity``: one row per knee motor (hips and thighs drive no
+    passive joint), its calf with the transmission ratio, and regressor cosines near 1 (the motor's and the
+    calf's friction are nearly collinear through the linkage: only the reflected sum is determined)."""
+    _, summary = loop_fit
+    rows = summary["loops"]["friction_collinearity"]
+    assert {r["motor"] for r in rows} == {f"{leg}_knee_motor" for leg in ("FL", "FR", "RL", "RR")}
+    for r in rows:
+        assert r["passive"] == r["motor"].replace("knee_motor", "calf_joint")
+        assert 0.2 < r["ratio"] < 1.5 and set(r["coupled"]) >= {r["passive"]}
+        assert r["regressor_cosine"]["fc"] > 0.9 and r["regressor_cosine"]["fv"] > 0.5
+        assert all(-1.0 - 1e-9 <= r["correlation"][k] <= 1.0 + 1e-9 for k in ("fc", "fv"))
+        assert r["std"]["fc_sum"] >= 0 and np.isfinite(r["estimate"]["fv_sum"])
+
+
 def test_floating_loop_knee_motor_torque_beats_the_serial_model(stepping_log, loop_fit):
     """On the same log, the knee-motor effort residual of the looped fit (model − measured, at the
     smoothed states) is well below that of the serial B1 (the calf joint driven directly by the knee

@@ -512,10 +512,28 @@ def _knee_targets(ck: ClosureKinematics, q_full: np.ndarray, dep_v) -> np.ndarra
     return ck.solve_passive(q_full, dep_v)
 
 
+def mj_acceleration_to_pin(qpos, qvel, qacc, info, nv_pin: int) -> np.ndarray:
+    """MuJoCo ``qacc`` -> Pinocchio ``a`` (nv_pin,) of a free-flyer robot.
+
+    MuJoCo's free joint: linear velocity ṗ and acceleration p̈ in the WORLD frame, angular ω and ω̇ in the
+    base frame. Pinocchio's free flyer: v = (Rᵀṗ, ω) in the base frame and a = dv/dt, so
+    a_lin = d(Rᵀṗ)/dt = Rᵀp̈ − ω × (Rᵀṗ) and a_ang = ω̇ (the base-frame spatial acceleration);
+    the joints' entries are copied (same order as `mujoco_sim.mj_to_pin`)."""
+    qpos, qvel, qacc = (np.asarray(x, float) for x in (qpos, qvel, qacc))
+    w, x, y, z = qpos[3:7]
+    R = pin.Quaternion(w, x, y, z).normalized().toRotationMatrix()
+    a = np.zeros(nv_pin)
+    a[:3] = R.T @ qacc[:3] - np.cross(qvel[3:6], R.T @ qvel[:3])
+    a[3:6] = qacc[3:6]
+    a[info.pin_idx_v] = qacc[info.dof_adr]
+    return a
+
+
 def simulate_loop_stance(robot: RobotModel, desc: LoopDescription, duration: float = 4.8, rate: float = 500.0,
                          noise: float = 0.0, seed: int = 0, motion: str = "steps", timestep: float = 0.0005,
                          step_period: float = 2.4, settle: float = 0.3, kp: float = 2000.0, kd: float = 40.0,
-                         foot_radius: float = 0.02, truth: dict | None = None, friction_scale: float = 1.0):
+                         foot_radius: float = 0.02, truth: dict | None = None, friction_scale: float = 1.0,
+                         lift: float = 0.08, loop: float = 0.05, exact: dict | None = None):
     """The floating B1 with four-bar knees (``b1_fourbar``) standing or stepping in place in MuJoCo.
 
     Truth: `mujoco_sim.draw_truth` (inertias, friction ∝ effort limit, armature ∝ M_ii) with the passive
@@ -528,7 +546,10 @@ def simulate_loop_stance(robot: RobotModel, desc: LoopDescription, duration: flo
     at the knee motor (r = dq_calf/dq_motor at the standing posture, so that the calf sees ``kp``).
     ``truth``: a previous result's truth record (held-out logs of the same robot; ``seed`` then only
     draws the noise). ``friction_scale`` multiplies the drawn dry friction fc (MuJoCo ``frictionloss``;
-    stiction stays; 0.25 → 0.5 % of the effort limit instead of 2 %).
+    stiction stays; 0.25 → 0.5 % of the effort limit instead of 2 %). ``lift`` [m] and ``loop`` [m]: the
+    swing foot's lift and the radius of its two loops in the air (`mujoco_sim.StepPlan`; larger values =
+    larger knee travel). ``exact``: a dict that receives ``"a_pin"`` (N, nv), the exact Pinocchio
+    accelerations at the samples (`mj_acceleration_to_pin`; the held-out "exact states" score).
     Returns ``(StanceResult of all joints, Log of the encoded joints (efforts of the
     actuated ones), max closure violation [m])``.
     """
@@ -591,7 +612,7 @@ def simulate_loop_stance(robot: RobotModel, desc: LoopDescription, duration: flo
         ser_names = list(serial.joint_names)
         q0s = standing_configuration(serial, np.array([q0[iq[names.index(j)]] for j in ser_names]), feet,
                                      foot_radius)
-        plan = StepPlan(serial, q0s, feet, duration, period=step_period, rate=rate)
+        plan = StepPlan(serial, q0s, feet, duration, period=step_period, rate=rate, lift=lift, loop=loop)
         ser_of = [names.index(j) for j in ser_names]
 
     mj_spec_info = build_loop_mujoco_model_floating(robot, desc, drawn, timestep, feet, foot_radius)
@@ -628,10 +649,13 @@ def simulate_loop_stance(robot: RobotModel, desc: LoopDescription, duration: flo
         mujoco.mj_step(mj, data)
     substeps = int(round(1.0 / (rate * timestep)))
     viol = [0.0]
+    acc = []
 
     def closure_gap(data):
         for a_id, b_id in sites:
             viol[0] = max(viol[0], float(np.linalg.norm(data.site_xpos[a_id] - data.site_xpos[b_id])))
+        if exact is not None:
+            acc.append(mj_acceleration_to_pin(data.qpos, data.qvel, data.qacc, info, robot.nv))
 
     try:
         t, out, base_quat, contact, cforce, q_pin, v_pin = record_floating_run(
@@ -640,6 +664,8 @@ def simulate_loop_stance(robot: RobotModel, desc: LoopDescription, duration: flo
     except MujocoSimError as e:
         raise SimulationError(f"{e} (robot {robot.name!r})") from None
     viol = viol[0]
+    if exact is not None:
+        exact["a_pin"] = np.asarray(acc, float)
 
     friction = {"model": "mujoco-frictionloss-damping", "velocity_scale": None,
                 "law": "frictionloss = fc (dry), damping = fv on actuated joints"}
@@ -647,17 +673,21 @@ def simulate_loop_stance(robot: RobotModel, desc: LoopDescription, duration: flo
                noise=noise, seed=seed, rate=rate, duration=duration,
                controller={"kind": "joint PD on actuated joints", "kp": kp_j[act].tolist(),
                            "kd": kd_j[act].tolist(), "motion": motion, "step_period": step_period,
+                           "lift": lift, "loop": loop,
                            "settle": settle, "mujoco_timestep": timestep},
                out_of_class=["MuJoCo dry friction (frictionloss)", "soft contacts and loop constraints",
                              "PD feedback in the efforts"],
                convention="tau[k] = motor torque applied at t_k", closure_violation=viol, simulator="mujoco")
     doc["foot_frames"] = list(feet)
+    doc["base_tilt_max_deg"] = float(base_tilt_deg(q_pin).max())  # a fall shows here (docs/loops-floating.md)
+    contact = debounce_contacts(contact, int(round(0.02 * rate)))
+    doc["feet_in_contact_min"] = int(np.asarray(contact, bool).sum(axis=1).min())  # debounced flags
     rng_noise = np.random.default_rng(np.random.SeedSequence(int(seed)).spawn(3)[2])
     meas = {}
     for key, sigma in (("q", noise), ("v", noise), ("tau", noise), ("gyro", noise), ("acc", 10.0 * noise)):
         x = out[key]
         meas[key] = x + rng_noise.normal(0.0, sigma, x.shape) if sigma > 0 else x.copy()
-    res = StanceResult(t=t, base_quat=base_quat, contact=debounce_contacts(contact, int(round(0.02 * rate))),
+    res = StanceResult(t=t, base_quat=base_quat, contact=contact,
                        contact_force=cforce, q_pin=q_pin, v_pin=v_pin, joint_names=tuple(names),
                        foot_frames=feet, truth=doc, meas=meas, **out)
     full = to_log(res, source=f"simulated:{robot.name} (loops, MuJoCo, {motion})")
@@ -668,6 +698,13 @@ def simulate_loop_stance(robot: RobotModel, desc: LoopDescription, duration: flo
     log = dataclasses.replace(full, q=full.q[:, enc], v=full.v[:, enc], tau=tau[:, enc],
                               joint_names=tuple(names[i] for i in enc))
     return res, log, viol
+
+
+def base_tilt_deg(q_pin: np.ndarray) -> np.ndarray:
+    """Angle [deg] between the base's z axis and the world's vertical per sample (Pinocchio q, quaternion
+    x, y, z, w at q[3:7]): R_zz = 1 − 2(x² + y²)."""
+    x, y = np.asarray(q_pin, float)[:, 3], np.asarray(q_pin, float)[:, 4]
+    return np.degrees(np.arccos(np.clip(1.0 - 2.0 * (x * x + y * y), -1.0, 1.0)))
 
 
 def build_loop_mujoco_model_floating(robot, desc, truth, timestep, feet, foot_radius):

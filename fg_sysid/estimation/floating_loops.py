@@ -23,8 +23,9 @@ The position-level closure rows carry the weight ``POSITION_WEIGHT`` (their valu
 the closures. ``summary.json`` → ``loops`` reports every closure residual in SI units.
 
 Unencoded joints (the rods) get zero encoder weight; their log columns are filled by projecting each
-sample onto the closures (`prepare_log`: Gauss–Newton on the joint coordinates, warm-started along the
-log) for the initial trajectory only. Passive joints have no rotor (`loop_terms.adjust_prior`).
+sample onto the closures (`prepare_log`: `loop_terms.project_configurations` — Gauss–Newton, warm-started
+along the log — on the joint coordinates through `JointSpaceClosures`) for the initial trajectory only.
+Passive joints have no rotor (`loop_terms.adjust_prior`).
 
 `FloatingBaseSmoother` calls `prepare_log`, `encoder_weights`, `extra_blocks`, `finish_problem`,
 `init_forces`, `id_residual` and `summary_extras` behind ``if robot.loops``.
@@ -71,32 +72,25 @@ def n_rows(robot) -> int:
 
 
 # ---------------------------------------------------------------------------------------------- log
-def project_joints(L, robot, q_joints: np.ndarray, w: np.ndarray, iterations: int = 20,
-                   penalty: float = 1e6) -> np.ndarray:
-    """Per sample, the joint configuration (N, n_joints) closest to ``q_joints`` (weights ``w``
-    (n_joints,) = 1/σ, 0 for unencoded joints, whose NaN entries start at 0) that closes the loops:
-    Gauss–Newton on [w (q − q̂); √penalty φ(q)], warm-started from the previous sample. The base stays
-    at the neutral pose: a closure between two bodies of the robot does not depend on it."""
-    q_joints = np.asarray(q_joints, float)
-    n = q_joints.shape[0]
-    iq, iv = np.asarray(robot.joint_index_q(), int), np.asarray(robot.joint_index_v(), int)
-    qm = np.where(np.isfinite(q_joints), q_joints, 0.0)
-    full = np.asarray(robot.neutral(), float).copy()
-    qj = qm[0].copy()
-    W, sp = np.diag(w), np.sqrt(penalty)
-    out = np.empty_like(qm)
-    for k in range(n):
-        for _ in range(iterations):
-            full[iq] = qj
-            phi, J = L.position(full[None])
-            A = np.vstack([W, sp * J[0][:, iv]])
-            b = np.concatenate([W @ (qj - qm[k]), sp * phi[0]])
-            dq = np.linalg.lstsq(A, -b, rcond=None)[0]
-            qj = qj + dq
-            if np.abs(dq).max() < 1e-12:
-                break
-        out[k] = qj
-    return out
+class JointSpaceClosures:
+    """The closures of a floating robot as functions of the joint coordinates alone: ``position(q_j)``
+    embeds q_j (N, n_joints) in the neutral configuration (base at the origin, identity orientation) and
+    returns φ (N, m) and ∂φ/∂q_j (N, m, n_joints). A closure between two bodies of the robot does not
+    depend on the base pose, and 1-DoF joints' coordinates are additive, so `loop_terms.
+    project_configurations` (the fixed-base projection) applies unchanged to the joint coordinates."""
+
+    def __init__(self, L, robot):
+        self.L = L
+        self.iq = np.asarray(robot.joint_index_q(), int)
+        self.iv = np.asarray(robot.joint_index_v(), int)
+        self.neutral = np.asarray(robot.neutral(), float)
+
+    def position(self, q_joints, jacobians: bool = True):
+        q_joints = np.atleast_2d(np.asarray(q_joints, float))
+        full = np.tile(self.neutral, (q_joints.shape[0], 1))
+        full[:, self.iq] = q_joints
+        phi, J = self.L.position(full, jacobians)
+        return phi, None if J is None else J[:, :, self.iv]
 
 
 def prepare_log(smoother, log: Log) -> Log:
@@ -117,7 +111,8 @@ def prepare_log(smoother, log: Log) -> Log:
     q = np.asarray(log.q, float)
     sigma = np.nan_to_num(highfreq_noise_std(np.where(enc[None], q, 0.0)), nan=1e-3)
     w = np.where(enc, 1.0 / np.maximum(sigma, 1e-6), 0.0)
-    qp = project_joints(smoother._loops, robot, np.where(enc[None], q, np.nan), w)
+    qp = loop_terms.project_configurations(JointSpaceClosures(smoother._loops, robot),
+                                           np.where(enc[None], q, np.nan), w)
     q = np.where(enc[None], q, qp)
     v = log.v
     if v is not None:
@@ -276,9 +271,10 @@ def residuals_si(viol: dict) -> dict:
     return out
 
 
-def summary_extras(smoother, x, theta) -> dict:
+def summary_extras(smoother, x, theta, cov=None) -> dict:
     """``summary.json`` → ``loops``: closures, actuation, worst residual of every loop constraint (SI),
-    the position tolerance and the motor-side parameters of the actuated joints."""
+    the position tolerance, the motor-side parameters of the actuated joints and, with the posterior
+    covariance ``cov`` of θ, the motor / passive-joint friction collinearity (`friction_collinearity`)."""
     from ..robots.loops import actuation_of
 
     viol = residuals_si(smoother.problem_.violations(x, theta, names=tuple(CONSTRAINT_UNITS)))
@@ -292,7 +288,113 @@ def summary_extras(smoother, x, theta) -> dict:
         "constraint_residual_max": viol, "units": {k: CONSTRAINT_UNITS[k] for k in viol},
         "tolerance": {"loop_position": tol / POSITION_WEIGHT, "others": tol}, "satisfied": ok,
         "motor_parameters": motor.to_dict(orient="records"),
+        **({} if cov is None else {"friction_collinearity": friction_collinearity(smoother, x, theta, cov)}),
     }}
+
+
+def transmission_ratios(L, robot, q: np.ndarray) -> np.ndarray:
+    """dq_j/dq_i (N, n_passive, n_actuated) on the closures at configurations q (N, nq): the passive
+    joints' velocities per unit actuated-joint velocity, the other actuated joints and the base held
+    (v_p = −Φ_p⁺ Φ_i e_i, Φ = ∂φ/∂q the closure Jacobian; paper 000 eq. 21)."""
+    iv = np.asarray(robot.joint_index_v(), int)
+    pas = passive_mask(robot)
+    _, J = L.position(q)
+    Jp, Ja = J[:, :, iv[pas]], J[:, :, iv[~pas]]
+    return -np.linalg.pinv(Jp) @ Ja
+
+
+def regressor_cosines(v_motor, v_passive, ratio, velocity_scale: float) -> dict:
+    """Collinearity of a motor's and a passive joint's friction in the motor's row, from the motion alone
+    (no parameter values): the cosine between the regressor columns of the motor's friction and of the
+    passive joint's friction reflected through ``ratio`` J(t) = dq_p/dq_m (v_p = J v_m on the closure):
+    Coulomb tanh(v_m/v_s) vs J tanh(v_p/v_s), viscous v_m vs J v_p. With normalized columns the Fisher
+    information of the pair has eigenvalues 1 ± cos: ``1 − |cos|`` (``weak_information``) is the relative
+    information along the split (motor − passive), the direction the efforts hardly see."""
+    v_m, v_p, J = (np.asarray(a, float) for a in (v_motor, v_passive, ratio))
+    out = {}
+    for kind, cm, cp in (("fc", np.tanh(v_m / velocity_scale), J * np.tanh(v_p / velocity_scale)),
+                         ("fv", v_m, J * v_p)):
+        den = float(np.linalg.norm(cm) * np.linalg.norm(cp))
+        c = float(cm @ cp / den) if den > 0 else float("nan")
+        out[kind] = c
+        out[f"{kind}_weak_information"] = 1.0 - abs(c)
+    return out
+
+
+def friction_collinearity(smoother, x, theta, cov, stride: int = 10) -> list[dict]:
+    """Motor vs passive-joint friction through a linkage (issue 11): per actuated joint that drives
+    passive joints (|dq_j/dq_i| > 1e-3, e.g. a knee motor and its calf pin and rod), the posterior
+    correlation of its friction with the passive joints' friction, and the identifiable reflected sums.
+
+    With v_j = J_ji v_i along the log (J from `transmission_ratios`, mean over the knots, every
+    ``stride``-th), the passive joints' friction reaches the motor row through Jᵀ as
+    fc_i + Σ_j |J_ji| fc_j (Coulomb, tanh(v_j/v_s) ≈ sign(J_ji) tanh(v_i/v_s)) and fv_i + Σ_j J_ji² fv_j
+    (viscous): the efforts determine these sums, not the split (a near-singular direction of the Fisher
+    information when J varies little). Reported per motor: ``ratio`` (mean J of the passive joint with the
+    largest |J|, ``passive``: the encoded one if any, i.e. the calf), ``correlation`` of the physical fc (fv)
+    of the motor and that passive joint (``fc_all``/``fv_all``: with each coupled passive joint),
+    posterior ``estimate``/``std`` of the motor's fc, fv and of the sums (delta method through the layout,
+    ``cov`` = posterior covariance of θ), ``prior_std`` of the motor's fc, fv, and ``weak_direction``:
+    per friction kind, the unit vector (motor, passive joints) of the largest posterior variance of the
+    physical friction block and its std. ``regressor_cosine`` (`regressor_cosines`, along the smoothed
+    trajectory): the same collinearity from the motion alone — meaningful also where a parameter sits at
+    its floor (there the exp parameterization's dp/dθ ≈ 0 makes the posterior equal the prior and the
+    correlation ≈ 0)."""
+    robot, layout = smoother.robot, smoother.layout_
+    pas = passive_mask(robot)
+    names = list(robot.joint_names)
+    act_j, pas_j = [j for j in range(len(names)) if not pas[j]], [j for j in range(len(names)) if pas[j]]
+    if not pas_j:
+        return []
+    sel = slice(None, None, max(int(stride), 1))
+    R = transmission_ratios(smoother._loops, robot, np.asarray(x[0])[sel])  # (K, n_p, n_a)
+    ratio = R.mean(axis=0)
+    v = np.asarray(x[1])[sel][:, np.asarray(robot.joint_index_v(), int)]  # joint velocities (K, n)
+    vs = float(getattr(smoother, "friction_velocity_scale", 0.05) or 0.05)
+    pnames = list(layout.names)
+    Jl = layout.jacobian(theta)
+    P = Jl @ np.asarray(cov, float) @ Jl.T
+    p = layout.to_physical(theta)
+    prior_std = getattr(smoother, "_theta_std", None)
+    Pp = None if prior_std is None else (Jl * np.asarray(prior_std, float)[None]) @ (Jl * np.asarray(
+        prior_std, float)[None]).T
+    enc = encoded_mask(robot)
+    out = []
+    for a, i in enumerate(act_j):
+        coupled = [(b, j) for b, j in enumerate(pas_j) if abs(ratio[b, a]) > 1e-3]
+        if not coupled:
+            continue
+        pick = [(b, j) for b, j in coupled if enc[j]] or coupled  # the encoded one (the calf), if any
+        b0, j0 = max(pick, key=lambda bj: abs(ratio[bj[0], a]))
+        row = {"motor": names[i], "passive": names[j0], "ratio": float(ratio[b0, a]),
+               "coupled": {names[j]: float(ratio[b, a]) for b, j in coupled},
+               "correlation": {}, "estimate": {}, "std": {}, "prior_std": {}, "weak_direction": {},
+               "regressor_cosine": regressor_cosines(v[:, i], v[:, j0], R[:, b0, a], vs)}
+        for kind, power in (("fc", 1), ("fv", 2)):
+            im = f"{names[i]}.{kind}"
+            if im not in pnames:
+                continue
+            idx = [pnames.index(im)] + [pnames.index(f"{names[j]}.{kind}") for _, j in coupled]
+            w = np.array([1.0] + [abs(ratio[b, a]) ** power for b, _ in coupled])
+            C = P[np.ix_(idx, idx)]
+            sd = np.sqrt(np.clip(np.diag(C), 0, None))
+            corr = C / np.maximum(np.outer(sd, sd), 1e-300)
+            row["correlation"][kind] = float(corr[0, 1 + [j for _, j in coupled].index(j0)])
+            row["correlation"][f"{kind}_all"] = {names[j]: float(corr[0, 1 + c]) for c, (_, j) in
+                                                 enumerate(coupled)}
+            row["estimate"][kind], row["std"][kind] = float(p[idx[0]]), float(sd[0])
+            row["estimate"][f"{kind}_sum"] = float(w @ p[idx])
+            row["std"][f"{kind}_sum"] = float(np.sqrt(max(w @ C @ w, 0.0)))
+            if Pp is not None:
+                row["prior_std"][kind] = float(np.sqrt(max(Pp[idx[0], idx[0]], 0.0)))
+            if not np.all(np.isfinite(C)):  # a report, never a failure of the fit
+                row["weak_direction"][kind] = None
+                continue
+            evals, evecs = np.linalg.eigh(0.5 * (C + C.T))
+            vec = evecs[:, -1] * np.sign(evecs[0, -1] or 1.0)
+            row["weak_direction"][kind] = {"vector": vec.tolist(), "std": float(np.sqrt(max(evals[-1], 0)))}
+        out.append(row)
+    return out
 
 
 # ---------------------------------------------------------------------------------------------- initial θ

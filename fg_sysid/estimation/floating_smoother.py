@@ -904,7 +904,7 @@ class FloatingBaseSmoother(JointSmoother):
             }
         }
         if robot.loops:  # closures, actuation, motor-side parameters (issue 11)
-            extras.update(floating_loops.summary_extras(self, x, theta))
+            extras.update(floating_loops.summary_extras(self, x, theta, cov))
         self.result_ = IdentificationResult.build(
             layout=self.layout_,
             theta=theta,
