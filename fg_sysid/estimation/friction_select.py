@@ -98,7 +98,8 @@ class FrictionSelection:
     seconds: float = 0.0
     cpu_seconds: float = 0.0
     reason: str = ""
-    _base: dict = field(default_factory=dict, repr=False)  # law -> (inertial (nb,10), armature (nj,)) full fit
+    #: law -> (inertial (nb, 10), armature (nj,)) of the regression on every row
+    _base: dict = field(default_factory=dict, repr=False)
 
     def as_dict(self) -> dict:
         return {"chosen": self.chosen, "candidates": list(self.scores),
@@ -108,7 +109,8 @@ class FrictionSelection:
                     float(1 - b / a) for a, b in zip(*self.fold_scores.values(), strict=True)]),
                 "margin": self.margin, "folds": self.folds, "sg_window_s": self.window_s,
                 "sg_polyorder": self.polyorder, "rows": self.rows,
-                "shapes": {k: {j: [float(x) for x in s] for j, s in v.items()} for k, v in self.shapes.items()},
+                "shapes": {k: {j: [float(x) for x in s] for j, s in v.items()}
+                           for k, v in self.shapes.items()},
                 "seconds": self.seconds, "cpu_seconds": self.cpu_seconds, "reason": self.reason}
 
 
@@ -165,8 +167,8 @@ class _Regression:
         self.train = [[s for s in range(len(cuts) - 1)
                        if cuts[s + 1] <= (bounds[k] - gap if k > 0 else lo)
                        or cuts[s] >= (bounds[k + 1] + gap if k < folds - 1 else hi)] for k in range(folds)]
-        self.held = [[s for s in range(len(cuts) - 1) if cuts[s] >= bounds[k] and cuts[s + 1] <= bounds[k + 1]]
-                     for k in range(folds)]
+        self.held = [[s for s in range(len(cuts) - 1)
+                      if cuts[s] >= bounds[k] and cuts[s + 1] <= bounds[k + 1]] for k in range(folds)]
         S = len(self.seg_rows)
         self.ok = ok
         self.b_fit, self.b_raw = b
@@ -302,9 +304,9 @@ def select_friction(robot: RobotModel, log: Log, window_s: float, polyorder: int
                   f"(folds {100 * gains.min():+.3f} … {100 * gains.max():+.3f} %) against {simple}: "
                   + ("pays" if pays else "does not pay")
                   + f" (rule: mean >= {100 * margin:g} % and every fold lower)")
-    sel = FrictionSelection(chosen, scores, fold_scores, shapes, levels, margin, int(folds), float(window * dt),
-                            int(polyorder), reg.n_rows, time.perf_counter() - t0, time.process_time() - c0,
-                            reason)
+    sel = FrictionSelection(chosen, scores, fold_scores, shapes, levels, margin, int(folds),
+                            float(window * dt), int(polyorder), reg.n_rows, time.perf_counter() - t0,
+                            time.process_time() - c0, reason)
     sel._base = base
     return sel
 
