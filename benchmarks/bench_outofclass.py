@@ -126,7 +126,10 @@ def run(robot_name, truth_name, noise, methods, duration, heldout, rate, model_d
                      "cpu_seconds": f["cpu_seconds"],
                      "iterations": f["iterations"], "converged": f["converged"],
                      "consistent": f["consistent"],
-                     "sg_window_ms": 1e3 * f["sg_filter"].get("window_s", float("nan"))})
+                     "sg_window_ms": 1e3 * f["sg_filter"].get("window_s", float("nan")),
+                     # the smoother's friction law (with friction="auto": the one the selection chose)
+                     "friction": (f["model"]["layout"].get("friction_model")
+                                  if isinstance(f["model"], dict) and "layout" in f["model"] else None)})
     for r in rows:
         r["floor_%"] = floor
     return rows
@@ -170,6 +173,10 @@ def main() -> None:
     print("\nthe same with the true held-out states (q, v, a; parameter error only):")
     print(df.pivot_table(index=["robot", "noise", "truth"], columns="method",
                          values="exact_states_rel_rmse_%").round(3).to_markdown())
+    if df["friction"].notna().any():
+        print("\nfriction law of each fit (smoother: chosen by --friction auto):")
+        print(df.pivot_table(index=["robot", "noise", "truth"], columns="method", values="friction",
+                             aggfunc="first").to_markdown())
     fitted = df[df.seconds > 0]
     if len(fitted):
         print("\nper fit: wall time / CPU time [s] (iterations):")

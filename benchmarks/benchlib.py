@@ -20,7 +20,7 @@ from fg_sysid.validation import heldout_accelerations, model_spec, nominal_model
 
 #: method name -> (method, estimator options) of `run_identification` (None: the nominal URDF model, no fit).
 METHODS = {
-    "smoother": ("smoother", {}),
+    "smoother": ("smoother", {"friction": "auto"}),  # = fg-sysid identify's default (issue 9 item 3)
     "smoother+energy": ("smoother", {"energy": True}),
     "smoother-fd": ("smoother", {"dynamics": "forward"}),  # paper 004 Fig. 10 (issue 12)
     "smoother-vs0.01": ("smoother", {"friction_velocity_scale": 0.01}),
@@ -31,6 +31,8 @@ METHODS = {
     "smoother-process-fraction": ("smoother", {"process_from_log": False}),
     "smoother-pf0.01": ("smoother", {"process_from_log": False, "process_fraction": 0.01}),
     "smoother-pf0.03": ("smoother", {"process_from_log": False, "process_fraction": 0.03}),
+    "smoother-stribeck6": ("smoother", {"friction": "stribeck6"}),  # issue 9 item 3
+    "smoother-cvs": ("smoother", {"friction": "coulomb-viscous-scale"}),  # the default before friction="auto"
     "ls-sg": ("ls-sg", {}),
     "nominal": None,
 }

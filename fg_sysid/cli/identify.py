@@ -22,7 +22,7 @@ from .outputs import write_identification
 
 METHODS = ("smoother", "ls-sg", "energy-ls")  # energy-ls: issue 12 hook
 INERTIAS = ("log-cholesky", "exponential-eigenvalue", "raw")
-FRICTIONS = ("coulomb-viscous", "coulomb-viscous-scale", "stribeck6")
+FRICTIONS = ("coulomb-viscous", "coulomb-viscous-scale", "stribeck6", "auto")  # auto: issue 9 item 3
 
 
 # ---------------------------------------------------------------------------------------------- library part
@@ -117,10 +117,11 @@ def _positive(name, val, allow_none=True):
 @click.option("--inertia", type=click.Choice(INERTIAS), default="log-cholesky", show_default=True,
               help="Inertial parameterization of the smoother (ls-sg is always raw).")
 @click.option("--friction", type=click.Choice(FRICTIONS), default=None,
-              help="Friction model. Default: coulomb-viscous-scale for the smoother on fixed-base robots "
-                   "(fc·tanh(v/vs) + fv·v with vs estimated per joint, prior mean "
-                   "--friction-velocity-scale), coulomb-viscous (vs fixed) for floating bases and the "
-                   "baselines.")
+              help="Friction model. Default: auto for the smoother on fixed-base robots (coulomb-viscous-"
+                   "scale, i.e. fc·tanh(v/vs) + fv·v with vs estimated per joint, prior mean "
+                   "--friction-velocity-scale, or stribeck6 when blocked cross-validation on the training "
+                   "log says it pays; summary.json friction_selection says which and why), "
+                   "coulomb-viscous (vs fixed) for floating bases and the baselines.")
 @click.option("--friction-velocity-scale", type=float, default=0.05, show_default=True,
               help="vs in tau_f = fc·tanh(v/vs) + fv·v [rad/s].")
 @click.option("--max-iterations", type=int, default=30, show_default=True,
@@ -199,8 +200,12 @@ def identify_cmd(log_path, robot_source, out, method, knot_stride, sigma_q, sigm
     robot, log = load_inputs(log_path, robot_source)
     checks = run_data_checks(robot, log, method, friction_velocity_scale)  # issue 14: exit 2 or the prior
     if friction is None:
-        friction = ("coulomb-viscous-scale" if method == "smoother" and not robot.floating_base
+        friction = ("auto" if method == "smoother" and not robot.floating_base  # issue 9 item 3
                     else "coulomb-viscous")
+    if friction == "auto" and (method != "smoother" or robot.floating_base):  # issue 9 item 3
+        fail("--friction auto applies to the smoother on fixed-base robots")
+    if friction == "auto" and checks.prior_only:  # nothing to select on: the default law
+        friction = "coulomb-viscous-scale"
     options = {"knot_stride": knot_stride, "sigma_q": sigma_q, "sigma_v": sigma_v, "sigma_tau": sigma_tau,
                "inertia": inertia, "friction": friction, "friction_velocity_scale": friction_velocity_scale,
                "max_iterations": max_iterations}

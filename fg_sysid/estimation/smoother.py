@@ -72,7 +72,9 @@ class JointSmoother:
             consistent (except with "raw").
         friction: friction model: "coulomb-viscous-scale" (default: fc·tanh(v/vs) + fv·v with the velocity
             scale vs estimated per joint, prior mean ``friction_velocity_scale``), "coulomb-viscous" (vs fixed
-            at ``friction_velocity_scale``) or "stribeck6".
+            at ``friction_velocity_scale``) or "stribeck6"; "auto" = coulomb-viscous-scale or stribeck6,
+            chosen by blocked cross-validation of a classical regression on the training log
+            (`friction_select`, issue 9 item 3; ``friction_selection_`` and summary ``friction_selection``).
         friction_velocity_scale: smooth-sign velocity scale of Coulomb friction [rad/s].
         knot_stride: one knot every ``knot_stride`` samples (1 = every sample).
         sigma_q, sigma_v, sigma_tau: measurement noise std [rad, rad/s, N·m] (scalar or per joint);
@@ -143,6 +145,10 @@ class JointSmoother:
     def fit(self, log: Log) -> JointSmoother:
         # small dense blocks: one BLAS thread is faster than several on shared cores
         with threadpool_limits(limits=1, user_api="blas"):
+            if self.friction == "auto":  # issue 9 item 3: the law chosen by blocked CV (`friction_select`)
+                from .friction_select import fit_auto
+
+                return fit_auto(self, log)
             return self._fit(log)
 
     def _fit(self, log: Log) -> JointSmoother:
@@ -209,13 +215,18 @@ class JointSmoother:
             from .baseline import LeastSquaresSG
 
             try:
-                ls = LeastSquaresSG(velocity_scale=self.friction_velocity_scale,
+                ls = getattr(self, "_ls_result", None) or LeastSquaresSG(  # issue 9 item 3: auto's fit
+                                    velocity_scale=self.friction_velocity_scale,
                                     fit_friction=self.fit_friction,
                                     fit_armature=self.fit_armature, blas_threads=None).fit(log, robot).result_
                 window_s, order = float(ls.filter["window_s"]), int(ls.filter["polyorder"])
                 ls_rms = dict(zip(ls.measured_joints, ls.residual_rms, strict=True))
                 if self.friction in ("coulomb-viscous", "coulomb-viscous-scale"):
                     p_init = self._from_baseline_layout(ls.estimate)
+                if self.friction == "stribeck6":  # issue 9 item 3: start from the Stribeck regression
+                    from .friction_select import stribeck_start
+
+                    p_init = stribeck_start(self, log, ls.filter)
             except ValueError as e:
                 warnings.warn(f"cross-validated initial filter unavailable ({e}); using 50 ms", stacklevel=2)
         elif self.init == "ls-sg" and robot.loops:
