@@ -41,6 +41,7 @@ import numpy as np
 import pandas as pd
 from bench_external import DATA, TIAGO_HELD, TIAGO_REPORT, TIAGO_TRAIN, _quiet
 from benchlib import fit as bench_fit
+from benchlib import predict
 
 from fg_sysid.datasets.io import load_log_for_robot
 from fg_sysid.estimation import loop_init
