@@ -8,11 +8,15 @@ injected effort outliers and recovers a better model than the Gaussian loss.
 """
 
 import dataclasses
+import json
 import warnings
 
 import numpy as np
 import pytest
+from click.testing import CliRunner
 
+from fg_sysid.cli import main
+from fg_sysid.datasets.io import write_log
 from fg_sysid.datasets.simulate import simulate
 from fg_sysid.estimation.effort_quality import (
     HUBER_K,
@@ -122,3 +126,24 @@ def test_robust_option_is_checked(z1):
     robot, train, _ = z1
     with pytest.raises(ValueError, match="robust"):
         JointSmoother(robot, robust="cauchy").fit(train.log)
+
+
+def test_cli_robust_huber_and_deadband_in_summary(z1, tmp_path):
+    robot, train, _ = z1
+    short = train.log.slice(0, 300)
+    tau = short.tau.copy()
+    tau[:250, 5] = 0.0  # the wrist reads exactly 0 on 83 % of the samples
+    path = tmp_path / "log.csv"
+    write_log(dataclasses.replace(short, tau=tau), path)
+    runner = CliRunner()
+    out = tmp_path / "fit"
+    bad = runner.invoke(main, ["identify", str(path), "--robot", "z1", "--out", str(out), "--method", "ls-sg",
+                               "--robust", "huber", "--quiet"])
+    assert bad.exit_code == 2 and "--robust" in bad.output and not out.exists()
+    bad = runner.invoke(main, ["identify", str(path), "--robot", "z1", "--out", str(out), "--robust", "cauchy"])
+    assert bad.exit_code == 2 and not out.exists()
+    ok = runner.invoke(main, ["identify", str(path), "--robot", "z1", "--out", str(out), "--robust", "huber",
+                              "--max-iterations", "5", "--quiet"])
+    assert ok.exit_code == 0, ok.output
+    summary = json.dumps(json.loads((out / "summary.json").read_text()))
+    assert "Huber" in summary and "joint6 0.833" in summary
