@@ -140,7 +140,8 @@ def test_cli_robust_huber_and_deadband_in_summary(z1, tmp_path):
     bad = runner.invoke(main, ["identify", str(path), "--robot", "z1", "--out", str(out), "--method", "ls-sg",
                                "--robust", "huber", "--quiet"])
     assert bad.exit_code == 2 and "--robust" in bad.output and not out.exists()
-    bad = runner.invoke(main, ["identify", str(path), "--robot", "z1", "--out", str(out), "--robust", "cauchy"])
+    bad = runner.invoke(main, ["identify", str(path), "--robot", "z1", "--out", str(out),
+                               "--robust", "cauchy"])
     assert bad.exit_code == 2 and not out.exists()
     ok = runner.invoke(main, ["identify", str(path), "--robot", "z1", "--out", str(out), "--robust", "huber",
                               "--max-iterations", "5", "--quiet"])
