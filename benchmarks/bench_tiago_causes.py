@@ -19,6 +19,11 @@ Sections (``--sections``, default all):
   one contiguous part of the training rows and scored on the other (fold A: fit 921–3506, score
   3507–4799; fold B: fit 2214–4799, score 921–2213), arm_2–arm_4 pooled, mean of the two folds.
 * ``heldout`` — the same variants fitted on all training rows, scored on the held-out rows.
+* ``window`` — parameters or prediction filter? The SG window that LS-SG's cross-validation picks on the
+  training rows sets the smoother's initial states, its process noise (0.3 × RMS of the initial
+  accelerations) and the held-out accelerations of the predict path; dropping the dead-band channels
+  changes it. Each fit's model predicted with both windows, and LS-SG on the same channels as the
+  default smoother.
 
 Variants: ``session 6`` (line search, every effort channel: the defaults before), ``+ trust region``,
 ``+ dead band`` (dead-band channels left out, `effort_quality`), ``default`` (both), ``default +
@@ -107,7 +112,8 @@ def _fit_named(robot, train, name):
         return f, f["cpu_seconds"], f["result"]
     sm, cpu = _fit_variant(robot, train, VARIANTS[name])
     spec = model_spec(sm.result_, robot, "tiago", sg_filter=sm.init_filter_)
-    return {"model": spec, "sg_filter": sm.init_filter_}, cpu, sm.result_
+    return ({"model": spec, "sg_filter": sm.init_filter_, "consistent": not sm.result_.consistency_problems()},
+            cpu, sm.result_)
 
 
 def _score(fitted, robot, log):
@@ -254,9 +260,33 @@ def section_heldout(robot, train, held, variants) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
+def section_window(robot, train, held) -> pd.DataFrame:
+    from fg_sysid.estimation.effort_quality import drop_deadband_channels
+
+    fits = {}
+    for name in ("session 6", "+ trust region", "default"):
+        fitted, cpu, _ = _fit_named(robot, train, name)
+        fits[name] = fitted
+    windows = {"session 6": fits["session 6"]["sg_filter"], "default": fits["default"]["sg_filter"]}
+    fits["ls-sg"] = bench_fit("ls-sg", robot, train, "tiago")
+    fits["ls-sg, dead-band channels left out"] = bench_fit("ls-sg", robot, drop_deadband_channels(train)[0],
+                                                           "tiago")
+    out = []
+    for name, f in fits.items():
+        rec = {"fit": name, "own_window_s": round(float(f["sg_filter"]["window_s"]), 4),
+               "pooled_own": _score(f, robot, held)[1]}
+        for wname, filt in windows.items():
+            rec[f"pooled_with_{wname.replace(' ', '')}_window_{float(filt['window_s']):.3f}s"] = \
+                _score(dict(f, sg_filter=filt), robot, held)[1]
+        rec["consistent"] = f.get("consistent", True)
+        out.append(rec)
+        print(f"  window: {rec}", flush=True)
+    return pd.DataFrame(out)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    sections = ["consistency", "gauss-newton", "residuals", "cv", "heldout"]
+    sections = ["consistency", "gauss-newton", "residuals", "cv", "heldout", "window"]
     ap.add_argument("--sections", nargs="+", default=sections, choices=sections)
     ap.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
     ap.add_argument("--data", default=str(DATA))
@@ -277,6 +307,8 @@ def main() -> None:
             df = section_residuals(robot, train)
         elif sec == "cv":
             df = section_cv(robot, log, args.variants)
+        elif sec == "window":
+            df = section_window(robot, train, held)
         else:
             df = section_heldout(robot, train, held, args.variants)
         df.to_csv(out / f"{sec}.csv", index=False)
