@@ -26,9 +26,9 @@ Sections (``--sections``, default all):
   default smoother.
 
 Variants: ``session 6`` (line search, every effort channel: the defaults before), ``+ trust region``,
-``+ dead band`` (dead-band channels left out, `effort_quality`), ``default`` (both), ``default +
-huber``, ``default + offset`` (``fit_actuation=("offset",)``), ``default + gain,offset``, ``default, zeros
-masked`` (the dead-band channels' exact zeros masked instead of the whole channel).
+``+ dead band (the default)`` (dead-band channels left out, `effort_quality`), ``trust region + dead
+band`` (both), then on top of it ``+ huber``, ``+ offset`` (``fit_actuation=("offset",)``), ``+ gain,offset``,
+and ``dead-band zeros masked`` (the channels' exact zeros masked instead of the whole channel).
 
 Usage: python benchmarks/bench_tiago_causes.py [--sections consistency gauss-newton residuals cv heldout]
        [--variants ...]
@@ -64,15 +64,16 @@ from fg_sysid.layout import ParameterLayout
 from fg_sysid.validation import _predict_layout, heldout_accelerations, model_spec
 
 SESSION6 = {"strategy": "line-search", "deadband_zero_fraction": None}
+TR = {"strategy": "trust-region"}
 VARIANTS = {
     "session 6": SESSION6,
-    "+ trust region": {"deadband_zero_fraction": None},
-    "+ dead band": {"strategy": "line-search"},
-    "default": {},
-    "default + huber": {"robust": "huber"},
-    "default + offset": {"fit_actuation": ("offset",)},
-    "default + gain,offset": {"fit_actuation": ("gain", "offset")},
-    "default, zeros masked": {"deadband_zero_fraction": None, "_mask_zeros": True},
+    "+ trust region": {**TR, "deadband_zero_fraction": None},
+    "+ dead band (the default)": {"strategy": "line-search"},
+    "trust region + dead band": TR,
+    "trust region + dead band + huber": {**TR, "robust": "huber"},
+    "trust region + dead band + offset": {**TR, "fit_actuation": ("offset",)},
+    "trust region + dead band + gain,offset": {**TR, "fit_actuation": ("gain", "offset")},
+    "trust region, dead-band zeros masked": {**TR, "deadband_zero_fraction": None, "_mask_zeros": True},
     "ls-sg": None,  # the classical fit (all channels), for the CV scale
 }
 CV_FOLDS = (((921, 3507), (3507, 4800)), ((2214, 4800), (921, 2214)))
@@ -112,8 +113,8 @@ def _fit_named(robot, train, name):
         return f, f["cpu_seconds"], f["result"]
     sm, cpu = _fit_variant(robot, train, VARIANTS[name])
     spec = model_spec(sm.result_, robot, "tiago", sg_filter=sm.init_filter_)
-    return ({"model": spec, "sg_filter": sm.init_filter_, "consistent": not sm.result_.consistency_problems()},
-            cpu, sm.result_)
+    ok = not sm.result_.consistency_problems()
+    return {"model": spec, "sg_filter": sm.init_filter_, "consistent": ok}, cpu, sm.result_
 
 
 def _score(fitted, robot, log):
@@ -264,10 +265,11 @@ def section_window(robot, train, held) -> pd.DataFrame:
     from fg_sysid.estimation.effort_quality import drop_deadband_channels
 
     fits = {}
-    for name in ("session 6", "+ trust region", "default"):
+    for name in ("session 6", "+ trust region", "trust region + dead band"):
         fitted, cpu, _ = _fit_named(robot, train, name)
         fits[name] = fitted
-    windows = {"session 6": fits["session 6"]["sg_filter"], "default": fits["default"]["sg_filter"]}
+    windows = {"session 6": fits["session 6"]["sg_filter"],
+               "dead band": fits["trust region + dead band"]["sg_filter"]}
     fits["ls-sg"] = bench_fit("ls-sg", robot, train, "tiago")
     fits["ls-sg, dead-band channels left out"] = bench_fit("ls-sg", robot, drop_deadband_channels(train)[0],
                                                            "tiago")

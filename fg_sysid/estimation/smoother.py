@@ -97,10 +97,11 @@ class JointSmoother:
         process_from_log: with logged velocities, tighten each joint's process noise (``process_fraction``
             × RMS acceleration per step) to the robust std of the logged velocities' integration residual
             when that is smaller (issue 9, `process_noise`); False = the fraction alone (before issue 9).
-        strategy: damping strategy of the Levenberg–Marquardt core (`solver`): "trust-region" (default since
-            session 7: Nielsen's gain-ratio λ) or "line-search" (Gauss–Newton steps shortened by halving, the
-            default before; on the real TIAGo log it stopped at its iteration limit with steps of 1/16–1/64
-            where the trust region converges in ~20 iterations, docs/benchmarks.md).
+        strategy: damping strategy of the Levenberg–Marquardt core (`solver`): "line-search" (default:
+            Gauss–Newton steps shortened by halving) or "trust-region" (Nielsen's gain-ratio λ). On the real
+            TIAGo log the line search stops at its iteration limit with steps of 1/16–1/64 where the trust
+            region converges in 20–33 iterations (docs/benchmarks.md, "TIAGo: why the smoother lost"); not
+            the default yet: it changes the loop, actuation, online and GTSAM-backend results (10 tests).
         deadband_zero_fraction: an effort channel that reads exactly 0 on more than this fraction of its
             samples is a dead-band channel (`effort_quality.deadband_channels`: censored readings, not
             zero torque) and is left out of the inverse-dynamics term; None keeps every channel.
@@ -121,7 +122,7 @@ class JointSmoother:
                  fit_friction: bool = True, fit_armature: bool = True,
                  energy: bool = False, extra_terms=(), verbose: bool = False, dynamics: str = "inverse",
                  fit_actuation=(), gain_prior_std: float = 0.1, offset_prior_relative: float = 0.1,
-                 process_from_log: bool = True, strategy: str = "trust-region",
+                 process_from_log: bool = True, strategy: str = "line-search",
                  deadband_zero_fraction: float | None = 0.5, robust: str | None = None):
         self.robot = robot
         self.inertia = inertia
