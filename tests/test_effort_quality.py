@@ -77,13 +77,15 @@ def test_deadband_wrist_is_left_out_and_protects_upstream_joints(z1):
     log = dataclasses.replace(train.log, tau=tau)
     dropped, record = drop_deadband_channels(log)
     assert list(record) == ["joint5", "joint6"] and np.isnan(dropped.tau[:, 4:]).all()
+    # at the converged MAP (trust region; the default line search stops near its start on this log and
+    # shows no bias either way) the zeros bias every joint upstream of the wrist
     with pytest.warns(UserWarning, match="dead band"):
-        sm = JointSmoother(robot).fit(log)
+        sm = JointSmoother(robot, strategy="trust-region").fit(log)
     assert sm.deadband_ == record and "joint5" in sm.noise_.source["tau_deadband"]
     assert not sm._tau_mask[:, 4:].any() and sm._tau_mask[:, :4].all()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        kept = JointSmoother(robot, deadband_zero_fraction=None).fit(log)
+        kept = JointSmoother(robot, deadband_zero_fraction=None, strategy="trust-region").fit(log)
     upstream = [0, 1, 2, 3]
     e_drop = _rel_err(sm.result_, robot, held, upstream)
     e_keep = _rel_err(kept.result_, robot, held, upstream)
@@ -102,7 +104,8 @@ def test_huber_downweights_injected_effort_outliers(z1):
     for j in (1, 2, 3):  # 8 spikes of half the joint's RMS torque on joints 2–4
         tau[rows, j] += rng.choice([-1.0, 1.0], rows.size) * 0.5 * rms[j]
     log = dataclasses.replace(sim.log, tau=tau)
-    kw = dict(sigma_q=1e-5, sigma_v=1e-4)  # states pinned by the encoders: outliers show in the residuals
+    # states pinned by the encoders: outliers show in the residuals; converged fits (trust region)
+    kw = dict(sigma_q=1e-5, sigma_v=1e-4, strategy="trust-region")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         gauss = JointSmoother(robot, **kw).fit(log)
