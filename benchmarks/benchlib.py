@@ -33,6 +33,13 @@ METHODS = {
     "smoother-pf0.03": ("smoother", {"process_from_log": False, "process_fraction": 0.03}),
     "smoother-stribeck6": ("smoother", {"friction": "stribeck6"}),  # issue 9 item 3
     "smoother-cvs": ("smoother", {"friction": "coulomb-viscous-scale"}),  # the default before friction="auto"
+
+    # issue 9, session 7 (TIAGo): the defaults before it, one at a time, and the robust/offset options
+    "smoother-line-search": ("smoother", {"strategy": "line-search"}),
+    "smoother-keep-deadband": ("smoother", {"deadband_zero_fraction": 1.0}),  # (None is dropped)
+    "smoother-session6": ("smoother", {"strategy": "line-search", "deadband_zero_fraction": 1.0}),
+    "smoother+huber": ("smoother", {"robust": "huber"}),
+    "smoother+offset": ("smoother", {"fit_actuation": ("offset",)}),
     "ls-sg": ("ls-sg", {}),
     "nominal": None,
 }

@@ -166,11 +166,14 @@ def _positive(name, val, allow_none=True):
 @click.option("--quiet", is_flag=True, help="No per-iteration progress on stderr.")
 @bag_options  # issue 14
 @allow_prior_option  # issue 14
+@click.option("--robust", type=click.Choice(("none", "huber")), default="none", show_default=True,
+              help="Smoother, fixed base: Huber's loss on the effort rows (k = 1.345 σ, through the "
+                   "reweighting rounds) for logs with effort outliers (issue 9; docs/out-of-class.md).")
 def identify_cmd(log_path, robot_source, out, method, knot_stride, sigma_q, sigma_v, sigma_tau, inertia,
                  friction, friction_velocity_scale, max_iterations, contact_radius, total_mass,
                  total_mass_std,
                  symmetry, symmetry_std, constraints, process_noise, impacts, touchdown_settle, use_forces,
-                 energy, dynamics, fit_actuation, quiet):
+                 energy, dynamics, fit_actuation, quiet, robust="none"):
     """Identify ROBOT's physical parameters from LOG (CSV or Parquet, t/q.*/v.*/tau.* columns, or a ROS
     bag: rosbag2 directory, .db3, .mcap, ROS 1 .bag; see docs/data-format.md).
 
@@ -220,6 +223,10 @@ def identify_cmd(log_path, robot_source, out, method, knot_stride, sigma_q, sigm
     actuation = parse_fit_actuation(fit_actuation, method, robot.floating_base, energy)  # issue 9 item 2
     if actuation:
         options["fit_actuation"] = actuation
+    if robust != "none":  # issue 9 item 4 (session 7)
+        if robot.floating_base or method != "smoother":
+            fail("--robust huber applies to the smoother on fixed-base robots")
+        options["robust"] = robust
     if robot.floating_base:
         _check_floating_options(contact_radius, total_mass, total_mass_std, symmetry_std, touchdown_settle)
         options.update(contact_radius=contact_radius, total_mass=total_mass, total_mass_std=total_mass_std,

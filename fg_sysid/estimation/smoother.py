@@ -33,6 +33,7 @@ from ..layout import ParameterLayout
 from ..parameterizations import warn_if_inconsistent
 from ..robots import RobotModel
 from . import loop_terms, terms
+from .effort_quality import HUBER_K, drop_deadband_channels, huber_weights
 from .noise import highfreq_noise_std, savgol_derivatives
 from .problem import Problem, retract_states
 from .process_noise import process_velocity_std
@@ -98,6 +99,17 @@ class JointSmoother:
         process_from_log: with logged velocities, tighten each joint's process noise (``process_fraction``
             × RMS acceleration per step) to the robust std of the logged velocities' integration residual
             when that is smaller (issue 9, `process_noise`); False = the fraction alone (before issue 9).
+        strategy: damping strategy of the Levenberg–Marquardt core (`solver`): "line-search" (default:
+            Gauss–Newton steps shortened by halving) or "trust-region" (Nielsen's gain-ratio λ). On the real
+            TIAGo log the line search stops at its iteration limit with steps of 1/16–1/64 where the trust
+            region converges in 20–33 iterations (docs/benchmarks.md, "TIAGo: why the smoother lost"); not
+            the default yet: it changes the loop, actuation, online and GTSAM-backend results (10 tests).
+        deadband_zero_fraction: an effort channel that reads exactly 0 on more than this fraction of its
+            samples is a dead-band channel (`effort_quality.deadband_channels`: censored readings, not
+            zero torque) and is left out of the inverse-dynamics term; None keeps every channel.
+        robust: None (Gaussian effort noise) or "huber": Huber's loss on the inverse-dynamics rows through
+            the reweighting rounds (`effort_quality.huber_weights`, k = 1.345 σ; the effort σ is then
+            re-estimated from the residuals' median absolute deviation).
         extra_terms: callables ``(problem, smoother) -> problem.Term`` adding the user's own factor terms
             (e.g. motion-capture positions at some knots; ``smoother.knot_times_`` holds the knot times).
         verbose: print one line per iteration to stderr.
@@ -112,7 +124,8 @@ class JointSmoother:
                  fit_friction: bool = True, fit_armature: bool = True,
                  energy: bool = False, extra_terms=(), verbose: bool = False, dynamics: str = "inverse",
                  fit_actuation=(), gain_prior_std: float = 0.1, offset_prior_relative: float = 0.1,
-                 process_from_log: bool = True):
+                 process_from_log: bool = True, strategy: str = "line-search",
+                 deadband_zero_fraction: float | None = 0.5, robust: str | None = None):
         self.robot = robot
         self.inertia = inertia
         self.friction = friction
@@ -140,6 +153,9 @@ class JointSmoother:
         self.gain_prior_std = gain_prior_std
         self.offset_prior_relative = offset_prior_relative
         self.process_from_log = process_from_log  # issue 9
+        self.strategy = strategy  # issue 9 (session 7): convergence on real logs
+        self.deadband_zero_fraction = deadband_zero_fraction  # issue 9 (session 7): `effort_quality`
+        self.robust = robust  # issue 9 item 4: Huber loss on the effort rows
 
     # ------------------------------------------------------------------ public
     def fit(self, log: Log) -> JointSmoother:
@@ -171,6 +187,13 @@ class JointSmoother:
             missing = [j for j, m in zip(log.joint_names, log.tau_measured, strict=True) if not m]
             raise EstimationError("the forward-dynamics formulation needs every joint's effort measured "
                                   f"(unmeasured: {', '.join(missing)})")
+        if self.robust not in (None, "huber"):
+            raise ValueError(f"robust must be None or 'huber', not {self.robust!r}")
+        log, self.deadband_ = drop_deadband_channels(log, self.deadband_zero_fraction)  # `effort_quality`
+        if self.deadband_:
+            zeros = ", ".join(f"{j} ({100 * f:.0f} % zeros)" for j, f in self.deadband_.items())
+            warnings.warn("effort channels read exactly 0 on most samples (dead band: censored readings, not "
+                          f"zero torque), left out of the inverse dynamics: {zeros}", stacklevel=2)
         if robot.loops:  # closed loops (issue 11): unencoded joints filled in from the closures
             log = loop_terms.setup(self, log)
         stride = max(int(self.knot_stride), 1)
@@ -185,7 +208,7 @@ class JointSmoother:
             raise EstimationError("energy observations and the actuation model cannot be combined yet (the "
                                   "measured input work would need the gains and offsets)")
         self._space = ConfigurationSpace(robot.model)
-        self._lm = LevenbergMarquardt(SolverOptions("line-search", self.tol, self.max_iterations,
+        self._lm = LevenbergMarquardt(SolverOptions(self.strategy, self.tol, self.max_iterations,
                                                     backend=self.solver, verbose=self.verbose))
         self._id = InverseDynamicsResidual(layout)
         iv = robot.joint_index_v()
@@ -251,6 +274,10 @@ class JointSmoother:
         v0 = vs[idx].copy()
         a0 = as_[idx].copy()
         self.noise_ = noise = self._noise_levels(log, idx, a0, ls_rms)
+        if self.deadband_:
+            noise.source["tau_deadband"] = ("left out (dead band, fraction of exact zeros): "
+                                            + ", ".join(f"{j} {f:.3f}" for j, f in self.deadband_.items()))
+        self._robust_w = None  # Huber row factors of the inverse-dynamics term (robust="huber")
         prior_mean_phys = None if self.prior_mean is None else self._from_baseline_layout(self.prior_mean)
         act_prior = {} if not layout.n_actuation else {  # issue 9 item 2
             "gain_log_std": self.gain_prior_std,
@@ -275,7 +302,7 @@ class JointSmoother:
         # errors of real robots show up there), never below the high-frequency estimate
         tau_target = noise.tau.copy()
         converged = False
-        rounds = 1 + max(int(self.reweight_rounds), 0) if self.sigma_tau is None else 1
+        rounds = 1 + max(int(self.reweight_rounds), 0) if (self.sigma_tau is None or self.robust) else 1
         for rnd in range(rounds):
             x, theta, converged, hist = self._lm.run(self.problem_, x, theta, rnd)
             history += hist
@@ -283,12 +310,31 @@ class JointSmoother:
                 # IRLS: the effort noise that the residuals show (model error of a real robot shows up
                 # there), between the high-frequency estimate and twice the classical fit's residual
                 r = self._id_residual(x, theta)
-                rms = np.sqrt(np.sum((r * self._tau_mask) ** 2, axis=0)
-                              / np.maximum(self._tau_mask.sum(axis=0), 1))
-                new_tau = np.clip(rms[iv], tau_target, np.maximum(tau_target, noise.tau_cap))
-                change = np.max(np.abs(np.log(new_tau / noise.tau)))
-                noise.tau = new_tau
-                noise.source["tau"] = f"re-estimated from inverse-dynamics residuals (round {rnd + 1})"
+                change = 0.0
+                if self.sigma_tau is None:
+                    rms = np.sqrt(np.sum((r * self._tau_mask) ** 2, axis=0)
+                                  / np.maximum(self._tau_mask.sum(axis=0), 1))
+                    if self.robust == "huber":  # a scale the outliers do not inflate: 1.4826·MAD
+                        with warnings.catch_warnings():
+                            warnings.simplefilter("ignore", RuntimeWarning)  # unmeasured (all-NaN) columns
+                            mad = np.nanmedian(np.where(self._tau_mask, np.abs(r), np.nan), axis=0)
+                        rms = 1.4826 * np.nan_to_num(mad, nan=0.0)
+                    new_tau = np.clip(rms[iv], tau_target, np.maximum(tau_target, noise.tau_cap))
+                    change = np.max(np.abs(np.log(new_tau / noise.tau)))
+                    noise.tau = new_tau
+                    noise.source["tau"] = f"re-estimated from inverse-dynamics residuals (round {rnd + 1})"
+                if self.robust == "huber":  # issue 9 item 4: Huber IRLS weights of the effort rows
+                    sig = np.ones(self.robot.nv)
+                    sig[iv] = noise.tau
+                    w_new = huber_weights(r * self._tau_mask, sig)
+                    if self._robust_w is not None:
+                        change = max(change, float(np.max(np.abs(w_new - self._robust_w))))
+                    else:
+                        change = max(change, float(np.max(1.0 - w_new)))
+                    self._robust_w = w_new
+                    n_down = int(np.sum(w_new[self._tau_mask] < 1))
+                    noise.source["tau_robust"] = (f"Huber (k = {HUBER_K} σ), round {rnd + 1}: {n_down} rows "
+                                                  "down-weighted")
                 self.problem_ = self._build_problem(noise)
                 if change < 0.05:
                     break
@@ -388,7 +434,10 @@ class JointSmoother:
         if self.dynamics == "forward":  # paper 004 Fig. 10's comparison formulation
             problem.add(self._forward_dynamics_term(problem, noise))
         else:
-            problem.add(terms.inverse_dynamics(problem, self._id, self._taum, self._tau_mask * wt[None, :]))
+            w_id = self._tau_mask * wt[None, :]
+            if getattr(self, "_robust_w", None) is not None:  # robust="huber" (issue 9 item 4)
+                w_id = w_id * self._robust_w
+            problem.add(terms.inverse_dynamics(problem, self._id, self._taum, w_id))
         wp = np.zeros(2 * nv)
         wp[iv] = 1.0 / noise.process_q
         wp[nv + iv] = 1.0 / noise.process_v
