@@ -56,6 +56,7 @@ from fg_sysid.estimation.loop_baseline import (
     serial_states,
 )
 from fg_sysid.robots.looped import load_loop_robot, loop_robot_path
+from fg_sysid.robots.loops import actuated_joints, actuation_of
 
 SERIAL = {"b1_leg_fourbar": ("b1_leg_serial", {"FL_calf_joint": "FL_knee_motor"})}
 DRIVEN = {"fourbar": ("crank_joint", "crank"), "b1_leg_fourbar": ("FL_knee_motor", "FL_crank")}
@@ -64,12 +65,12 @@ DRIVEN = {"fourbar": ("crank_joint", "crank"), "b1_leg_fourbar": ("FL_knee_motor
 TRUTHS = ("mujoco", "mujoco-stribeck", "in-class")
 
 
-def simulate(truth: str, robot, desc, duration, rate, noise, seed, given=None):
+def simulate(truth: str, robot, duration, rate, noise, seed, given=None):
     if truth == "mujoco":
-        return simulate_loop_mujoco(robot, desc, duration, rate, noise, seed, truth=given)
+        return simulate_loop_mujoco(robot, duration, rate, noise, seed, truth=given)
     if truth == "mujoco-stribeck":
-        return simulate_loop_mujoco(robot, desc, duration, rate, noise, seed, truth=given, stribeck_ratio=1.5)
-    return simulate_loop_inclass(robot, desc, duration, rate, noise, seed, truth=given)
+        return simulate_loop_mujoco(robot, duration, rate, noise, seed, truth=given, stribeck_ratio=1.5)
+    return simulate_loop_inclass(robot, duration, rate, noise, seed, truth=given)
 
 
 def loop_smoother(robot_name: str):
@@ -98,20 +99,20 @@ def loop_smoother(robot_name: str):
                 sm = JointSmoother(robot_l, verbose=True).fit(log_l)
         res = sm.result_
 
-        def predict(states, desc, loop_robot):
+        def predict(states, loop_robot):
             tau = InverseDynamicsResidual(res.layout).predict(states.q, states.v, states.a, res.theta)
-            return project(loop_robot, desc, states, tau)
+            return project(loop_robot, states, tau)
 
         return res, predict
 
     return fit
 
 
-def project(robot, desc, states, tau_full) -> np.ndarray:
+def project(robot, states, tau_full) -> np.ndarray:
     """u_k = (G_kᵀ τ_k) on the actuated joints."""
     from fg_sysid.robots.loop_kinematics import ClosureKinematics
 
-    ck = ClosureKinematics(robot.model, desc.loops)
+    ck = ClosureKinematics(robot.model, robot.loops)
     names = list(robot.joint_names)
     iv = np.asarray(robot.joint_index_v(), int)
     act = [names.index(j) for j in states.actuated]
@@ -125,28 +126,28 @@ def project(robot, desc, states, tau_full) -> np.ndarray:
 
 
 def run(robot_name: str, truth: str, args) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
-    robot, desc = load_loop_robot(robot_name)
+    robot = load_loop_robot(robot_name)
     t0 = time.perf_counter()
-    tr = simulate(truth, robot, desc, args.train, args.rate, args.noise, args.seed)
-    ho = simulate(truth, robot, desc, args.heldout, args.rate, args.noise, args.seed + 1, given=tr.truth)
+    tr = simulate(truth, robot, args.train, args.rate, args.noise, args.seed)
+    ho = simulate(truth, robot, args.heldout, args.rate, args.noise, args.seed + 1, given=tr.truth)
     print(f"[{robot_name} / {truth}] simulated {args.train:g} + {args.heldout:g} s in "
           f"{time.perf_counter() - t0:.1f} s; closure violation {tr.closure_violation:.2e} / "
           f"{ho.closure_violation:.2e} m", flush=True)
-    act = [robot.joint_names.index(j) for j in desc.actuated(robot.joint_names)]
-    st = loop_states(robot, desc, ho.log)
+    act = [robot.joint_names.index(j) for j in actuated_joints(robot)]
+    st = loop_states(robot, ho.log)
     keep = st.keep
     u_true = ho.truth_log.tau[:, act]
     names = parameter_names(robot)
     p_true = np.array([tr.truth["parameters"][n] for n in names])
     preds, params, seconds = {}, {}, {}
 
-    preds["nominal"] = predict_loop_efforts(robot, desc, nominal_parameters(robot), st)
+    preds["nominal"] = predict_loop_efforts(robot, nominal_parameters(robot), st)
     params["nominal"] = nominal_parameters(robot)
-    preds["true"] = predict_loop_efforts(robot, desc, p_true, st)
+    preds["true"] = predict_loop_efforts(robot, p_true, st)
     params["true"] = p_true
     for method, identify in (("ce-ls", "all"), ("ce-ls-motor", "motor")):
         t1 = time.perf_counter()
-        ce = ConstraintEliminationLS(robot, desc, identify=identify).fit(tr.log)
+        ce = ConstraintEliminationLS(robot, identify=identify).fit(tr.log)
         seconds[method] = time.perf_counter() - t1
         preds[method] = ce.predict(st)
         params[method] = ce.result_.estimate
@@ -155,7 +156,7 @@ def run(robot_name: str, truth: str, args) -> tuple[pd.DataFrame, pd.DataFrame, 
         from fg_sysid.validation import predict_efforts
 
         s_name, emap = SERIAL[robot_name]
-        srobot, _ = load_loop_robot(s_name)
+        srobot = load_loop_robot(s_name)
         t1 = time.perf_counter()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -170,7 +171,7 @@ def run(robot_name: str, truth: str, args) -> tuple[pd.DataFrame, pd.DataFrame, 
         t1 = time.perf_counter()
         res, predictor = fit_loop(tr.log)
         seconds["loop-smoother"] = time.perf_counter() - t1
-        preds["loop-smoother"] = predictor(st, desc, robot)
+        preds["loop-smoother"] = predictor(st, robot)
         est = dict(zip(res.names, res.estimate, strict=True))
         params["loop-smoother"] = np.array([est.get(n, np.nan) for n in names])
     else:
@@ -265,14 +266,14 @@ def run_floating(args) -> pd.DataFrame:
     from fg_sysid.robots import load_robot
     from fg_sysid.robots.loop_kinematics import ClosureKinematics
 
-    robot, desc = load_loop_robot("b1_fourbar")
+    robot = load_loop_robot("b1_fourbar")
     serial = load_robot("b1")
     emap = {f"{leg}_calf_joint": f"{leg}_knee_motor" for leg in ("FL", "FR", "RL", "RR")}
     t0 = time.perf_counter()
-    res_tr, log_tr, viol_tr = simulate_loop_stance(robot, desc, args.floating_train, args.rate, args.noise,
+    res_tr, log_tr, viol_tr = simulate_loop_stance(robot, args.floating_train, args.rate, args.noise,
                                                    args.seed, step_period=args.floating_step_period,
                                                    friction_scale=args.floating_friction_scale)
-    res_ho, log_ho, viol_ho = simulate_loop_stance(robot, desc, args.floating_heldout, args.rate,
+    res_ho, log_ho, viol_ho = simulate_loop_stance(robot, args.floating_heldout, args.rate,
                                                    args.noise, args.seed + 1,
                                                    step_period=args.floating_heldout_step_period,
                                                    truth=res_tr.truth)
@@ -284,10 +285,10 @@ def run_floating(args) -> pd.DataFrame:
     names, snames = list(robot.joint_names), list(serial.joint_names)
     iq, iv = robot.joint_index_q(), robot.joint_index_v()
     siq, siv = serial.joint_index_q(), serial.joint_index_v()
-    ck = ClosureKinematics(robot.model, desc.loops)
+    ck = ClosureKinematics(robot.model, robot.loops)
     knee_rod = [iv[i] for i, j in enumerate(names) if j.endswith(("knee_motor", "rod_joint"))]
-    passive = [iv[names.index(j)] for j in desc.passive]
-    act = [names.index(j) for j in desc.actuated(names)]
+    passive = [iv[names.index(j)] for j in actuation_of(robot).passive]
+    act = [names.index(j) for j in actuated_joints(robot)]
     q = np.tile(np.asarray(res_ho.q_pin[rows[0]], float), (len(rows), 1))
     v, a = np.zeros((len(rows), robot.nv)), np.zeros((len(rows), robot.nv))
     qk = np.asarray(res_ho.q_pin[rows[0]], float).copy()
