@@ -119,9 +119,8 @@ def project(robot, states, tau_full) -> np.ndarray:
     dep = [i for i in range(len(names)) if i not in act]
     out = np.empty((len(states.t), len(act)))
     for k in range(len(states.t)):
-        G, ind = ck.dependent_map(states.q[k], iv[dep])
-        pos = {int(c): i for i, c in enumerate(ind)}
-        out[k] = (G.T @ tau_full[k])[[pos[int(iv[i])] for i in act]]
+        G, cols = ck.actuated_map(states.q[k], iv[dep], iv[act])
+        out[k] = (G.T @ tau_full[k])[cols]
     return out
 
 
@@ -311,9 +310,8 @@ def run_floating(args) -> pd.DataFrame:
     def project(gen):
         out = np.empty((len(rows), len(act)))
         for k in range(len(rows)):
-            G, ind = ck.dependent_map(q[k], passive)
-            pos = {int(c): i for i, c in enumerate(ind)}
-            out[k] = (G.T @ gen[k])[[pos[int(iv[i])] for i in act]]
+            G, cols = ck.actuated_map(q[k], passive, [iv[i] for i in act])
+            out[k] = (G.T @ gen[k])[cols]
         return out
 
     pnames = parameter_names(robot)

@@ -86,3 +86,28 @@ def test_unsupported_closures_and_frames_name_the_culprit():
         ClosureKinematics(robot.model, [LoopClosure("x", ("coupler_tip", "nope"))])
     with pytest.raises(ClosureError, match="at least one closure"):
         ClosureKinematics(robot.model, [])
+
+
+def test_closed_trajectory_stays_on_the_closures_and_maps_actuated_columns():
+    """`closed_trajectory` (the truth's and the baseline's one continuation loop): every sample closed,
+    G v = 0 and G a + Ġ v = 0 (paper 000 eqs. 6, 21–22), actuated coordinates as given; `actuated_map`
+    picks the actuated columns of G = [I; −J_u⁻¹ J_a]."""
+    robot = load_robot("b1_leg_fourbar")
+    ck = ClosureKinematics(robot.model, robot.loops)
+    pas = passive_mask(robot)
+    iv, iq = np.asarray(robot.joint_index_v(), int), np.asarray(robot.joint_index_q(), int)
+    t = np.linspace(0.0, 0.5, 26)[:, None]
+    q0 = reference_configuration(robot)
+    qa = q0[iq[~pas]] + 0.2 * np.sin(3 * t + np.arange((~pas).sum()))
+    va = 0.6 * np.cos(3 * t + np.arange((~pas).sum()))
+    aa = -1.8 * np.sin(3 * t + np.arange((~pas).sum()))
+    Q, V, A = ck.closed_trajectory(q0, qa, va, aa, iq[~pas], iv[~pas], iv[pas])
+    np.testing.assert_array_equal(Q[:, iq[~pas]], qa)
+    np.testing.assert_array_equal(V[:, iv[~pas]], va)
+    for q, v, a in zip(Q, V, A, strict=True):
+        J = ck.jacobian(q)
+        assert np.abs(ck.residual(q)).max() < 1e-12
+        assert np.abs(J @ v).max() < 1e-10 and np.abs(J @ a + ck.jdot_v(q, v)).max() < 1e-9
+    G, cols = ck.actuated_map(Q[5], iv[pas], iv[~pas])
+    np.testing.assert_array_equal(G[iv[~pas]][:, cols], np.eye(len(cols)))
+    np.testing.assert_allclose(G[:, cols] @ va[5], V[5], atol=1e-12)

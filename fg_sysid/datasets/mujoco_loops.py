@@ -36,7 +36,6 @@ column (not measured). Noise σ on q [rad], v [rad/s], τ [N·m] (`simulate.meas
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from dataclasses import dataclass, field
@@ -163,20 +162,7 @@ def closed_states(robot: RobotModel, q_a, v_a, a_a, q_start=None):
     for s in np.linspace(0.0, 1.0, 21)[1:]:
         q[iq[act]] = (1 - s) * q0_a + s * q_a[0]
         q = ck.solve_passive(q, iv[dep])
-    N = len(q_a)
-    Q, V, A = np.empty((N, robot.model.nq)), np.zeros((N, robot.nv)), np.zeros((N, robot.nv))
-    for k in range(N):
-        q[iq[act]] = q_a[k]
-        q = ck.solve_passive(q, iv[dep])
-        Q[k] = q
-        v_ind = np.zeros(robot.nv - len(dep))
-        a_ind = np.zeros_like(v_ind)
-        ind = np.setdiff1d(np.arange(robot.nv), iv[dep])
-        pos = {int(c): i for i, c in enumerate(ind)}
-        v_ind[[pos[int(iv[i])] for i in act]] = v_a[k]
-        a_ind[[pos[int(iv[i])] for i in act]] = a_a[k]
-        V[k], A[k], _ = ck.complete(q, v_ind, a_ind, iv[dep])
-    return Q, V, A
+    return ck.closed_trajectory(q, q_a, v_a, a_a, iq[act], iv[act], iv[dep])
 
 
 def constrained_torque(model: pin.Model, ck: ClosureKinematics, dep_v, act_v, q, v, a, tau_extra=None):
@@ -186,9 +172,7 @@ def constrained_torque(model: pin.Model, ck: ClosureKinematics, dep_v, act_v, q,
     tau = pin.rnea(model, data, q, v, a)
     if tau_extra is not None:
         tau = tau + tau_extra
-    G, ind = ck.dependent_map(q, dep_v)
-    pos = {int(c): i for i, c in enumerate(ind)}
-    cols = [pos[int(i)] for i in act_v]
+    G, cols = ck.actuated_map(q, dep_v, act_v)
     return (G.T @ tau)[cols], G
 
 
@@ -196,9 +180,7 @@ def _reduced_mass_diag(model, ck, dep_v, act_v, q):
     data = model.createData()
     M = pin.crba(model, data, q)
     M = 0.5 * (M + M.T)
-    G, ind = ck.dependent_map(q, dep_v)
-    pos = {int(c): i for i, c in enumerate(ind)}
-    cols = [pos[int(i)] for i in act_v]
+    G, cols = ck.actuated_map(q, dep_v, act_v)
     return np.diag(G.T @ M @ G)[cols]
 
 
@@ -324,38 +306,26 @@ def simulate_loop_inclass(robot: RobotModel, duration: float, rate: float,
 
 # ---------------------------------------------------------------------------------------------- MuJoCo
 def build_loop_mujoco_model(robot: RobotModel, truth: dict, timestep: float = TIMESTEP,
-                            solref=EQ_SOLREF, solimp=EQ_SOLIMP):
-    """(MjModel, MujocoInfo, closure site pairs) of the looped robot: `build_mujoco_spec` tree, motors on
-    actuated joints only, one ``connect`` equality per loop between sites at the closing frames."""
+                            solref=EQ_SOLREF, solimp=EQ_SOLIMP, feet: tuple | None = None,
+                            foot_radius: float = 0.02):
+    """(MjModel, MujocoInfo, closure site id pairs) of the looped robot: `build_mujoco_spec` tree (with
+    ``feet``, floor and IMU for a floating base), motors on actuated joints only, one ``connect`` equality
+    per loop between sites at the closing frames (`_add_closures`)."""
     import mujoco
 
     from .mujoco_sim import MujocoSimError, build_mujoco_model, build_mujoco_spec
 
     spec = build_mujoco_spec(robot, truth["inertial"], (truth["fc"], truth["fv"]), truth["armature"],
-                             foot_frames=None, timestep=timestep)
-    passive = set(actuation_of(robot).passive)
-    for act in list(spec.actuators):
-        if act.target in passive:
-            spec.delete(act)
-    model = robot.model
-    pairs = []
-    for lp in robot.loops:
-        names = []
-        for f in lp.frames:
-            fr = model.frames[model.getFrameId(f)]
-            body = spec.body(robot.body_names[int(fr.parentJoint) - 1])
-            body.add_site(name=f"{f}_site", pos=np.array(fr.placement.translation, float))
-            names.append(f"{f}_site")
-        spec.add_equality(name=lp.name, type=mujoco.mjtEq.mjEQ_CONNECT, objtype=mujoco.mjtObj.mjOBJ_SITE,
-                          name1=names[0], name2=names[1], solref=list(solref), solimp=list(solimp))
-        pairs.append(tuple(names))
+                             foot_frames=feet, foot_radius=foot_radius, timestep=timestep)
+    _add_closures(spec, robot, solref, solimp)
     try:
         mj = spec.compile()
     except Exception as e:
         raise MujocoSimError(f"robot {robot.name!r}: MuJoCo compile failed: {e}") from None
     _, info = build_mujoco_model(robot, truth["inertial"], (truth["fc"], truth["fv"]), truth["armature"],
-                                 foot_frames=None, timestep=timestep)
-    site_ids = [tuple(int(mujoco.mj_name2id(mj, mujoco.mjtObj.mjOBJ_SITE, s)) for s in p) for p in pairs]
+                                 foot_frames=feet, foot_radius=foot_radius, timestep=timestep)
+    site_ids = [tuple(int(mujoco.mj_name2id(mj, mujoco.mjtObj.mjOBJ_SITE, f"{f}_site")) for f in lp.frames)
+                for lp in robot.loops]
     return mj, info, site_ids
 
 
@@ -497,14 +467,9 @@ def write_loop_log(log: Log, path: str | os.PathLike) -> Path:
 
 def write_loop_simulation(result: LoopSimResult, out_dir: str | os.PathLike) -> None:
     """``log.parquet`` (encoded joints, actuated efforts), ``truth.json``, ``truth_trajectory.parquet``."""
-    from .io import write_frame
+    from .simulate import write_simulation
 
-    out_dir = Path(out_dir)
-    write_loop_log(result.log, out_dir / "log.parquet")
-    write_frame(truth_trajectory_frame(result), out_dir / "truth_trajectory.parquet")
-    tmp = out_dir / ".truth.json.tmp"
-    tmp.write_text(json.dumps(result.truth, indent=1, allow_nan=False) + "\n")
-    os.replace(tmp, out_dir / "truth.json")
+    write_simulation(result, out_dir, log_writer=write_loop_log)
 
 
 __all__ = ["ClosureError", "LoopSimResult", "build_loop_mujoco_model", "closed_states", "constrained_torque",
@@ -601,8 +566,9 @@ def simulate_loop_stance(robot: RobotModel, duration: float = 4.8, rate: float =
         plan = StepPlan(serial, q0s, feet, duration, period=step_period, rate=rate)
         ser_of = [names.index(j) for j in ser_names]
 
-    mj_spec_info = build_loop_mujoco_model_floating(robot, drawn, timestep, feet, foot_radius)
-    mj, info, sites = mj_spec_info
+    # equality time constant 2·timestep
+    mj, info, sites = build_loop_mujoco_model(robot, drawn, timestep, (2 * timestep, 1.0), EQ_SOLIMP, feet,
+                                              foot_radius)
     data = mujoco.MjData(mj)
     act_ids = np.array([int(mujoco.mj_name2id(mj, mujoco.mjtObj.mjOBJ_ACTUATOR, f"{names[i]}_motor"))
                         for i in act])
@@ -677,27 +643,7 @@ def simulate_loop_stance(robot: RobotModel, duration: float = 4.8, rate: float =
     return res, log, viol
 
 
-def build_loop_mujoco_model_floating(robot, truth, timestep, feet, foot_radius):
-    """(MjModel, MujocoInfo, closure site ids) of a floating looped robot (feet, floor, IMU)."""
-    import mujoco
-
-    from .mujoco_sim import MujocoSimError, build_mujoco_model, build_mujoco_spec
-
-    spec = build_mujoco_spec(robot, truth["inertial"], (truth["fc"], truth["fv"]), truth["armature"],
-                             foot_frames=feet, foot_radius=foot_radius, timestep=timestep)
-    _add_closures(spec, robot, timestep)
-    try:
-        mj = spec.compile()
-    except Exception as e:
-        raise MujocoSimError(f"robot {robot.name!r}: MuJoCo compile failed: {e}") from None
-    _, info = build_mujoco_model(robot, truth["inertial"], (truth["fc"], truth["fv"]), truth["armature"],
-                                 foot_frames=feet, foot_radius=foot_radius, timestep=timestep)
-    sites = [tuple(int(mujoco.mj_name2id(mj, mujoco.mjtObj.mjOBJ_SITE, f"{f}_site")) for f in lp.frames)
-             for lp in robot.loops]
-    return mj, info, sites
-
-
-def _add_closures(spec, robot, timestep):
+def _add_closures(spec, robot, solref, solimp):
     """Delete the passive joints' motors; add a site at each closing frame and a ``connect`` equality."""
     import mujoco
 
@@ -713,4 +659,4 @@ def _add_closures(spec, robot, timestep):
             body.add_site(name=f"{f}_site", pos=np.array(fr.placement.translation, float))
         spec.add_equality(name=lp.name, type=mujoco.mjtEq.mjEQ_CONNECT, objtype=mujoco.mjtObj.mjOBJ_SITE,
                           name1=f"{lp.frames[0]}_site", name2=f"{lp.frames[1]}_site",
-                          solref=[2 * timestep, 1.0], solimp=list(EQ_SOLIMP))
+                          solref=list(solref), solimp=list(solimp))

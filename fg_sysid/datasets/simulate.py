@@ -638,13 +638,14 @@ def truth_trajectory_frame(result: SimResult) -> pd.DataFrame:
     return pd.DataFrame(cols)
 
 
-def write_simulation(result: SimResult, out_dir: str | os.PathLike) -> None:
+def write_simulation(result: SimResult, out_dir: str | os.PathLike, log_writer=None) -> None:
     """Write ``log.parquet``, ``truth.json`` and ``truth_trajectory.parquet`` into ``out_dir``
-    (an existing directory; each file is written atomically)."""
+    (an existing directory; each file is written atomically). ``log_writer(log, path)``: how the log is
+    written (default `io.write_log`; the looped robots' `mujoco_loops.write_loop_log`)."""
     from .io import write_frame, write_log
 
     out_dir = Path(out_dir)
-    write_log(result.log, out_dir / "log.parquet")
+    (log_writer or write_log)(result.log, out_dir / "log.parquet")
     write_frame(truth_trajectory_frame(result), out_dir / "truth_trajectory.parquet")
     tmp = out_dir / ".truth.json.tmp"
     tmp.write_text(json.dumps(result.truth, indent=1, allow_nan=False) + "\n")

@@ -120,9 +120,6 @@ def loop_states(robot: RobotModel, log: Log,
     iq = np.asarray(robot.joint_index_q(), int)
     act = [names.index(j) for j in act_names]
     dep = [i for i in range(len(names)) if i not in act]
-    ind = np.setdiff1d(np.arange(robot.nv), iv[dep])
-    pos = {int(c): i for i, c in enumerate(ind)}
-    cols_ind = [pos[int(iv[i])] for i in act]
     q = pin.neutral(robot.model)
     for j, c in col.items():  # seed with every encoder (passive encoded joints included)
         if j in names:
@@ -132,16 +129,7 @@ def loop_states(robot: RobotModel, log: Log,
     if unenc:  # first the unencoded joints with every encoder held, then all passive joints
         q = ck.solve_passive(q, unenc, max_iter=20, strict=False)
     N = len(t)
-    Q, V, A = np.empty((N, robot.model.nq)), np.empty((N, robot.nv)), np.empty((N, robot.nv))
-    for k in range(N):
-        q[iq[act]] = q_a[k]
-        q = ck.solve_passive(q, iv[dep])
-        v_ind = np.zeros(ind.size)
-        a_ind = np.zeros(ind.size)
-        v_ind[cols_ind] = v_a[k]
-        a_ind[cols_ind] = a_a[k]
-        Q[k] = q
-        V[k], A[k], _ = ck.complete(q, v_ind, a_ind, iv[dep])
+    Q, V, A = ck.closed_trajectory(q, q_a, v_a, a_a, iq[act], iv[act], iv[dep])
     edge = 0 if exact else min(N // 10, int(round(2.0 * rate / max(cutoff_hz or rate, 1e-9))) + 2)
     keep = np.zeros(N, bool)
     keep[edge:N - edge] = True
@@ -186,10 +174,9 @@ def constrained_regressor(robot: RobotModel, states: LoopStates,
     rows = np.arange(len(states.t)) if rows is None else np.asarray(rows)
     out = []
     for k in rows:
-        G, ind = ck.dependent_map(states.q[k], iv[dep])
-        pos = {int(c): i for i, c in enumerate(ind)}
+        G, cols = ck.actuated_map(states.q[k], iv[dep], iv[act])
         W = full_regressor(robot, states.q[k], states.v[k], states.a[k], velocity_scale)
-        out.append((G.T @ W)[[pos[int(iv[i])] for i in act]])
+        out.append((G.T @ W)[cols])
     return np.array(out)
 
 

@@ -342,6 +342,34 @@ class ClosureKinematics:
         G[dep] = -np.linalg.solve(Ju, Ja)
         return G, ind
 
+    def actuated_map(self, q, dependent_v, actuated_v) -> tuple[np.ndarray, list[int]]:
+        """(G, cols): `dependent_map`'s G and the positions of the v-indices ``actuated_v`` among its
+        columns, so that the actuated efforts of a generalized force τ are (Gᵀ τ)[cols] (paper 000 eq. 23)."""
+        G, ind = self.dependent_map(q, dependent_v)
+        pos = {int(c): i for i, c in enumerate(ind)}
+        return G, [pos[int(i)] for i in actuated_v]
+
+    def closed_trajectory(self, q, q_a, v_a, a_a, actuated_q, actuated_v, dependent_v):
+        """(Q (N, nq), V, A (N, nv)) of all joints along actuated samples ``q_a, v_a, a_a`` (N, n_a): per
+        sample the coordinates ``actuated_q`` set, the dependent joints (v-indices ``dependent_v``) by
+        `solve_passive` continued from the previous sample (the first from ``q``), v and a by `complete`
+        with the actuated velocities/accelerations at v-indices ``actuated_v`` (other independent ones 0)."""
+        q = np.array(q, float)
+        dep = np.asarray(dependent_v, int)
+        ind = np.setdiff1d(np.arange(self.nv), dep)
+        pos = {int(c): i for i, c in enumerate(ind)}
+        cols = [pos[int(i)] for i in actuated_v]
+        N = len(q_a)
+        Q, V, A = np.empty((N, self.model.nq)), np.empty((N, self.nv)), np.empty((N, self.nv))
+        for k in range(N):
+            q[actuated_q] = q_a[k]
+            q = self.solve_passive(q, dep)
+            v_ind, a_ind = np.zeros(ind.size), np.zeros(ind.size)
+            v_ind[cols], a_ind[cols] = v_a[k], a_a[k]
+            Q[k] = q
+            V[k], A[k], _ = self.complete(q, v_ind, a_ind, dep)
+        return Q, V, A
+
     def complete(self, q, v_ind, a_ind, dependent_v):
         """Full (q, v, a) from a closed ``q`` and independent velocities/accelerations (paper 000 eqs.
         21–22: v = G v_a, a = G a_a + γ with γ_u = −J_u⁻¹ J̇ v)."""
