@@ -467,9 +467,10 @@ def write_loop_log(log: Log, path: str | os.PathLike) -> Path:
 
 def write_loop_simulation(result: LoopSimResult, out_dir: str | os.PathLike) -> None:
     """``log.parquet`` (encoded joints, actuated efforts), ``truth.json``, ``truth_trajectory.parquet``."""
-    from .simulate import write_simulation
+    from .simulate import write_outputs
 
-    write_simulation(result, out_dir, log_writer=write_loop_log)
+    write_outputs(out_dir, result.log, truth_trajectory_frame(result), result.truth,
+                  log_writer=write_loop_log)
 
 
 __all__ = ["ClosureError", "LoopSimResult", "build_loop_mujoco_model", "closed_states", "constrained_torque",
