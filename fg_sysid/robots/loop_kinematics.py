@@ -24,8 +24,9 @@ the frame origin in world axes):
 `ClosureKinematics` evaluates these batched over knots with their Jacobians w.r.t. tangent perturbations
 q ⊕ δq, v, a (Pinocchio's frame Jacobians and kinematics derivatives `computeForwardKinematicsDerivatives`,
 `getFrameAccelerationDerivatives`, `Jlog6`); ``position`` gives the exact ∂φ/∂q everywhere (the planar
-term with ∂R_a/∂q multiplies the gap and vanishes only on the constraint manifold). On top of them, for
-one configuration: `ClosureKinematics.residual`, `jacobian`, ``jdot_v`` (Ġ v = φ_a at a = 0), the closure
+term with ∂R_a/∂q multiplies the gap and vanishes only on the constraint manifold; ``manifold=True``
+drops it). On top of them, for one configuration: `ClosureKinematics.residual`, `jacobian` (the manifold
+form, which the closure IK and G use), ``jdot_v`` (Ġ v = φ_a at a = 0), the closure
 IK ``solve_passive`` (Gauss–Newton on the dependent joints, paper 000 eq. 18, q_u = Γ(q_a)),
 ``dependent_map`` G = [I; −J_u⁻¹ J_a] and ``complete`` (paper 000 eqs. 19–22: v = G v_a,
 a = G a_a + γ with γ_u = −J_u⁻¹ J̇ v).
