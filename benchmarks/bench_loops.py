@@ -58,6 +58,7 @@ from fg_sysid.estimation.loop_baseline import (
     serial_states,
 )
 from fg_sysid.robots.looped import load_loop_robot, loop_robot_path
+from fg_sysid.robots.loops import actuated_joints, actuation_of
 
 SERIAL = {"b1_leg_fourbar": ("b1_leg_serial", {"FL_calf_joint": "FL_knee_motor"})}
 DRIVEN = {"fourbar": ("crank_joint", "crank"), "b1_leg_fourbar": ("FL_knee_motor", "FL_crank")}
@@ -66,12 +67,12 @@ DRIVEN = {"fourbar": ("crank_joint", "crank"), "b1_leg_fourbar": ("FL_knee_motor
 TRUTHS = ("mujoco", "mujoco-stribeck", "in-class")
 
 
-def simulate(truth: str, robot, desc, duration, rate, noise, seed, given=None):
+def simulate(truth: str, robot, duration, rate, noise, seed, given=None):
     if truth == "mujoco":
-        return simulate_loop_mujoco(robot, desc, duration, rate, noise, seed, truth=given)
+        return simulate_loop_mujoco(robot, duration, rate, noise, seed, truth=given)
     if truth == "mujoco-stribeck":
-        return simulate_loop_mujoco(robot, desc, duration, rate, noise, seed, truth=given, stribeck_ratio=1.5)
-    return simulate_loop_inclass(robot, desc, duration, rate, noise, seed, truth=given)
+        return simulate_loop_mujoco(robot, duration, rate, noise, seed, truth=given, stribeck_ratio=1.5)
+    return simulate_loop_inclass(robot, duration, rate, noise, seed, truth=given)
 
 
 def loop_smoother(robot_name: str):
@@ -100,55 +101,54 @@ def loop_smoother(robot_name: str):
                 sm = JointSmoother(robot_l, verbose=True).fit(log_l)
         res = sm.result_
 
-        def predict(states, desc, loop_robot):
+        def predict(states, loop_robot):
             tau = InverseDynamicsResidual(res.layout).predict(states.q, states.v, states.a, res.theta)
-            return project(loop_robot, desc, states, tau)
+            return project(loop_robot, states, tau)
 
         return res, predict
 
     return fit
 
 
-def project(robot, desc, states, tau_full) -> np.ndarray:
+def project(robot, states, tau_full) -> np.ndarray:
     """u_k = (G_kᵀ τ_k) on the actuated joints."""
     from fg_sysid.robots.loop_kinematics import ClosureKinematics
 
-    ck = ClosureKinematics(robot.model, desc.loops)
+    ck = ClosureKinematics(robot.model, robot.loops)
     names = list(robot.joint_names)
     iv = np.asarray(robot.joint_index_v(), int)
     act = [names.index(j) for j in states.actuated]
     dep = [i for i in range(len(names)) if i not in act]
     out = np.empty((len(states.t), len(act)))
     for k in range(len(states.t)):
-        G, ind = ck.dependent_map(states.q[k], iv[dep])
-        pos = {int(c): i for i, c in enumerate(ind)}
-        out[k] = (G.T @ tau_full[k])[[pos[int(iv[i])] for i in act]]
+        G, cols = ck.actuated_map(states.q[k], iv[dep], iv[act])
+        out[k] = (G.T @ tau_full[k])[cols]
     return out
 
 
 def run(robot_name: str, truth: str, args) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
-    robot, desc = load_loop_robot(robot_name)
+    robot = load_loop_robot(robot_name)
     t0 = time.perf_counter()
-    tr = simulate(truth, robot, desc, args.train, args.rate, args.noise, args.seed)
-    ho = simulate(truth, robot, desc, args.heldout, args.rate, args.noise, args.seed + 1, given=tr.truth)
+    tr = simulate(truth, robot, args.train, args.rate, args.noise, args.seed)
+    ho = simulate(truth, robot, args.heldout, args.rate, args.noise, args.seed + 1, given=tr.truth)
     print(f"[{robot_name} / {truth}] simulated {args.train:g} + {args.heldout:g} s in "
           f"{time.perf_counter() - t0:.1f} s; closure violation {tr.closure_violation:.2e} / "
           f"{ho.closure_violation:.2e} m", flush=True)
-    act = [robot.joint_names.index(j) for j in desc.actuated(robot.joint_names)]
-    st = loop_states(robot, desc, ho.log)
+    act = [robot.joint_names.index(j) for j in actuated_joints(robot)]
+    st = loop_states(robot, ho.log)
     keep = st.keep
     u_true = ho.truth_log.tau[:, act]
     names = parameter_names(robot)
     p_true = np.array([tr.truth["parameters"][n] for n in names])
     preds, params, seconds = {}, {}, {}
 
-    preds["nominal"] = predict_loop_efforts(robot, desc, nominal_parameters(robot), st)
+    preds["nominal"] = predict_loop_efforts(robot, nominal_parameters(robot), st)
     params["nominal"] = nominal_parameters(robot)
-    preds["true"] = predict_loop_efforts(robot, desc, p_true, st)
+    preds["true"] = predict_loop_efforts(robot, p_true, st)
     params["true"] = p_true
     for method, identify in (("ce-ls", "all"), ("ce-ls-motor", "motor")):
         t1 = time.perf_counter()
-        ce = ConstraintEliminationLS(robot, desc, identify=identify).fit(tr.log)
+        ce = ConstraintEliminationLS(robot, identify=identify).fit(tr.log)
         seconds[method] = time.perf_counter() - t1
         preds[method] = ce.predict(st)
         params[method] = ce.result_.estimate
@@ -157,7 +157,7 @@ def run(robot_name: str, truth: str, args) -> tuple[pd.DataFrame, pd.DataFrame, 
         from fg_sysid.validation import predict_efforts
 
         s_name, emap = SERIAL[robot_name]
-        srobot, _ = load_loop_robot(s_name)
+        srobot = load_loop_robot(s_name)
         t1 = time.perf_counter()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -172,7 +172,7 @@ def run(robot_name: str, truth: str, args) -> tuple[pd.DataFrame, pd.DataFrame, 
         t1 = time.perf_counter()
         res, predictor = fit_loop(tr.log)
         seconds["loop-smoother"] = time.perf_counter() - t1
-        preds["loop-smoother"] = predictor(st, desc, robot)
+        preds["loop-smoother"] = predictor(st, robot)
         est = dict(zip(res.names, res.estimate, strict=True))
         params["loop-smoother"] = np.array([est.get(n, np.nan) for n in names])
     else:
@@ -255,7 +255,7 @@ LEGS = ("FL", "FR", "RL", "RR")
 FALL_TILT_DEG = 30.0  # base tilt above which a "step in place" log is a fall
 
 
-def floating_sg_states(robot, desc, serial, log_ho, res_ho):
+def floating_sg_states(robot, serial, log_ho, res_ho):
     """Held-out states of the pipeline any log allows (score "SG states"): SG on the manifold of the
     serial view (base pose, hip, thigh, calf encoders of the noisy log), knee motors and rods from the
     closures. Returns (rows, (q, v, a) of the looped robot, (q, v, a) of the serial robot)."""
@@ -267,7 +267,7 @@ def floating_sg_states(robot, desc, serial, log_ho, res_ho):
     names, snames = list(robot.joint_names), list(serial.joint_names)
     iq, iv = robot.joint_index_q(), robot.joint_index_v()
     siq, siv = serial.joint_index_q(), serial.joint_index_v()
-    ck = ClosureKinematics(robot.model, desc.loops)
+    ck = ClosureKinematics(robot.model, robot.loops)
     knee_rod = [iv[i] for i, j in enumerate(names) if j.endswith(("knee_motor", "rod_joint"))]
     ind = np.setdiff1d(np.arange(robot.nv), knee_rod)
     pos = {int(c): i for i, c in enumerate(ind)}
@@ -304,20 +304,19 @@ def floating_exact_states(robot, serial, res_ho, a_pin, rows):
     return (q, v, a), (qs, vs, as_)
 
 
-def motor_efforts(robot, desc, q, gen) -> np.ndarray:
+def motor_efforts(robot, q, gen) -> np.ndarray:
     """u_k = (G_kᵀ g_k) on the actuated joints (G: v = G v_ind at q_k, passive joints dependent), from the
     generalized forces g (N, nv) = ID(q, v, a) − Σ_f J_fᵀ f_f; closure forces (Gᵀ Jᵀλ = 0) drop out."""
     from fg_sysid.robots.loop_kinematics import ClosureKinematics
 
-    ck = ClosureKinematics(robot.model, desc.loops)
+    ck = ClosureKinematics(robot.model, robot.loops)
     names, iv = list(robot.joint_names), robot.joint_index_v()
-    passive = [iv[names.index(j)] for j in desc.passive]
-    act = [names.index(j) for j in desc.actuated(names)]
+    passive = [iv[names.index(j)] for j in actuation_of(robot).passive]
+    act = [names.index(j) for j in actuated_joints(robot)]
     out = np.empty((q.shape[0], len(act)))
     for k in range(q.shape[0]):
-        G, ind = ck.dependent_map(q[k], passive)
-        pos = {int(c): i for i, c in enumerate(ind)}
-        out[k] = (G.T @ gen[k])[[pos[int(iv[i])] for i in act]]
+        G, cols = ck.actuated_map(q[k], passive, [iv[i] for i in act])
+        out[k] = (G.T @ gen[k])[cols]
     return out
 
 
@@ -339,16 +338,16 @@ def run_floating(args) -> pd.DataFrame:
     )
     from fg_sysid.robots import load_robot
 
-    robot, desc = load_loop_robot("b1_fourbar")
+    robot = load_loop_robot("b1_fourbar")
     serial = load_robot("b1")
     emap = {f"{leg}_calf_joint": f"{leg}_knee_motor" for leg in LEGS}
     plan = {"lift": args.floating_lift, "loop": args.floating_loop}
     t0, c0 = time.perf_counter(), time.process_time()
-    res_tr, log_tr, viol_tr = simulate_loop_stance(robot, desc, args.floating_train, args.rate, args.noise,
+    res_tr, log_tr, viol_tr = simulate_loop_stance(robot, args.floating_train, args.rate, args.noise,
                                                    args.seed, step_period=args.floating_step_period,
                                                    friction_scale=args.floating_friction_scale, **plan)
     exact = {}
-    res_ho, log_ho, viol_ho = simulate_loop_stance(robot, desc, args.floating_heldout, args.rate,
+    res_ho, log_ho, viol_ho = simulate_loop_stance(robot, args.floating_heldout, args.rate,
                                                    args.noise, args.seed + 1,
                                                    step_period=args.floating_heldout_step_period,
                                                    truth=res_tr.truth, exact=exact)
@@ -363,14 +362,14 @@ def run_floating(args) -> pd.DataFrame:
                   f"deg > {FALL_TILT_DEG:g}): not a step in place; use a longer --floating-step-period",
                   flush=True)
     training_collinearity(robot, res_tr)
-    rows, st_sg, ser_sg = floating_sg_states(robot, desc, serial, log_ho, res_ho)
+    rows, st_sg, ser_sg = floating_sg_states(robot, serial, log_ho, res_ho)
     st_ex, ser_ex = floating_exact_states(robot, serial, res_ho, exact["a_pin"], rows)
     forces = [log_ho.forces[f][rows] for f in robot.contact_frames]
     states = {"exact": (st_ex, ser_ex), "sg": (st_sg, ser_sg)}
     JtF = {k: contact_generalized_forces(robot, st[0], forces, robot.contact_frames, robot.contact_radius)
            for k, (st, _) in states.items()}
     names = list(robot.joint_names)
-    act = [names.index(j) for j in desc.actuated(names)]
+    act = [names.index(j) for j in actuated_joints(robot)]
     pnames = parameter_names(robot)
     p_true = np.array([res_ho.truth["parameters"][n] for n in pnames])
     models = {"true": p_true, "nominal": nominal_parameters(robot)}
@@ -379,7 +378,7 @@ def run_floating(args) -> pd.DataFrame:
     def physical(m, p):
         for k, (st, _) in states.items():
             gen = floating_inverse_dynamics(p, robot, *st) - JtF[k]
-            preds[(m, k)] = motor_efforts(robot, desc, st[0], gen)
+            preds[(m, k)] = motor_efforts(robot, st[0], gen)
 
     methods = set(args.floating_methods)
     if "reduced" in methods:  # the floating smoother on the serial view of the training log

@@ -42,6 +42,7 @@ from fg_sysid.estimation.loop_baseline import (
     predict_loop_efforts,
 )
 from fg_sysid.robots.looped import load_loop_robot, loop_robot_path
+from fg_sysid.robots.loops import actuated_joints
 
 ROBOT = "b1_leg_fourbar"
 MOTOR, CALF, ROD = "FL_knee_motor", "FL_calf_joint", "FL_rod_joint"
@@ -85,26 +86,26 @@ def fit_loop_smoother(log, kw=None, switches=None):
     return sm
 
 
-def predict_smoother(res, robot, desc, st):
+def predict_smoother(res, robot, st):
     from bench_loops import project  # noqa: E402  (benchmarks/ on sys.path when run as a script)
 
     from fg_sysid.factors.inverse_dynamics import InverseDynamicsResidual
 
     tau = InverseDynamicsResidual(res.layout).predict(st.q, st.v, st.a, res.theta)
-    return project(robot, desc, st, tau)
+    return project(robot, st, tau)
 
 
-def sign_floor(robot, desc, p_true, st):
+def sign_floor(robot, p_true, st):
     """True parameters with fc·sign(v) in place of fc·tanh(v/0.05) (MuJoCo's law outside stiction)."""
     names = parameter_names(robot)
     p_nof = np.array(p_true, float)
     p_nof[[i for i, n in enumerate(names) if n.endswith(".fc")]] = 0.0
-    u = predict_loop_efforts(robot, desc, p_nof, st)
+    u = predict_loop_efforts(robot, p_nof, st)
     p_fc = np.zeros_like(p_nof)
     fc_idx = [i for i, n in enumerate(names) if n.endswith(".fc")]
     p_fc[fc_idx] = p_true[fc_idx]
     # tanh with a vanishing width = sign(v)
-    return u + predict_loop_efforts(robot, desc, p_fc, st, velocity_scale=1e-6)
+    return u + predict_loop_efforts(robot, p_fc, st, velocity_scale=1e-6)
 
 
 def save_result(res, path: Path) -> None:
@@ -120,21 +121,21 @@ def run_seed(seed: int, args, variants: dict) -> tuple[list, list]:
     except ImportError:
         knee_friction_report = None
 
-    robot, desc = load_loop_robot(ROBOT)
-    tr = simulate_loop_mujoco(robot, desc, args.train, args.rate, args.noise, seed)
-    ho = simulate_loop_mujoco(robot, desc, args.heldout, args.rate, args.noise, seed + 1, truth=tr.truth)
-    act = [robot.joint_names.index(j) for j in desc.actuated(robot.joint_names)]
-    st = loop_states(robot, desc, ho.log)
+    robot = load_loop_robot(ROBOT)
+    tr = simulate_loop_mujoco(robot, args.train, args.rate, args.noise, seed)
+    ho = simulate_loop_mujoco(robot, args.heldout, args.rate, args.noise, seed + 1, truth=tr.truth)
+    act = [robot.joint_names.index(j) for j in actuated_joints(robot)]
+    st = loop_states(robot, ho.log)
     keep = st.keep
     u_true = ho.truth_log.tau[:, act]
     names = parameter_names(robot)
     p_true = np.array([tr.truth["parameters"][n] for n in names])
-    preds = {"true": predict_loop_efforts(robot, desc, p_true, st),
-             "true-sign": sign_floor(robot, desc, p_true, st)}
+    preds = {"true": predict_loop_efforts(robot, p_true, st),
+             "true-sign": sign_floor(robot, p_true, st)}
     params = {"true": dict(zip(names, p_true, strict=True))}
     cpu = {}
     c0 = time.process_time()
-    ce = ConstraintEliminationLS(robot, desc).fit(tr.log)
+    ce = ConstraintEliminationLS(robot).fit(tr.log)
     cpu["ce-ls"] = time.process_time() - c0
     preds["ce-ls"] = ce.predict(st)
     params["ce-ls"] = dict(zip(names, ce.result_.estimate, strict=True))
@@ -144,7 +145,7 @@ def run_seed(seed: int, args, variants: dict) -> tuple[list, list]:
         sm = fit_loop_smoother(tr.log, kw, switches)
         cpu[vname] = time.process_time() - c0
         res = sm.result_
-        preds[vname] = predict_smoother(res, robot, desc, st)
+        preds[vname] = predict_smoother(res, robot, st)
         params[vname] = dict(zip(res.names, res.estimate, strict=True))
         save_result(res, Path(f"{args.out}_seed{seed}_{vname}"))
         ident[vname] = knee_friction_report(res, sm.robot) if knee_friction_report else {}

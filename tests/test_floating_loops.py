@@ -89,7 +89,7 @@ def test_closure_forces_are_internal_to_the_base_rows(robot):
     from fg_sysid.datasets.mujoco_loops import reference_configuration
     from fg_sysid.robots.looped import load_loop_robot
 
-    q = np.tile(reference_configuration(*load_loop_robot("b1_fourbar")), (x[0].shape[0], 1))
+    q = np.tile(reference_configuration(load_loop_robot("b1_fourbar")), (x[0].shape[0], 1))
     q[:, :7] = x[0][:, :7]  # random base pose
     q[:, 7:] += 0.05 * np.random.default_rng(4).normal(size=q[:, 7:].shape)
     x = floating_loops.project_states(sm, (q,) + x[1:])  # on the closures: the two points coincide
@@ -110,8 +110,8 @@ def stepping_log(tmp_path_factory):
     from fg_sysid.datasets.mujoco_loops import simulate_loop_stance
     from fg_sysid.robots.looped import load_loop_robot
 
-    r, desc = load_loop_robot("b1_fourbar")
-    res, log, viol = simulate_loop_stance(r, desc, 0.8, 500.0, 0.01, 0, step_period=0.2,
+    r = load_loop_robot("b1_fourbar")
+    res, log, viol = simulate_loop_stance(r, 0.8, 500.0, 0.01, 0, step_period=0.2,
                                           friction_scale=0.25)
     assert viol < 1e-5
     path = tmp_path_factory.mktemp("floop") / "log.parquet"

@@ -16,16 +16,17 @@ from fg_sysid.estimation.loop_baseline import nominal_parameters, parameter_name
 from fg_sysid.floating_validation import contact_generalized_forces, floating_inverse_dynamics
 from fg_sysid.robots.loop_kinematics import ClosureKinematics
 from fg_sysid.robots.looped import load_loop_robot
+from fg_sysid.robots.loops import actuation_of
 
 
 @pytest.fixture(scope="module")
 def stepping():
     """0.6 s noise-free MuJoCo step in place (one foot in the air from 0.15 s), exact accelerations."""
-    robot, desc = load_loop_robot("b1_fourbar")
+    robot = load_loop_robot("b1_fourbar")
     exact = {}
-    res, log, viol = simulate_loop_stance(robot, desc, 0.6, 500.0, 0.0, 0, step_period=0.6,
+    res, log, viol = simulate_loop_stance(robot, 0.6, 500.0, 0.0, 0, step_period=0.6,
                                           friction_scale=0.25, exact=exact)
-    return robot, desc, res, log, exact["a_pin"]
+    return robot, res, log, exact["a_pin"]
 
 
 def _generalized(robot, p, res, log, a, rows):
@@ -75,7 +76,7 @@ def test_base_rows_vanish_at_the_exact_states_with_the_true_parameters(stepping)
     """Newton–Euler of the whole robot: closure forces are internal, the joints' friction acts between
     bodies, so only the contact forces balance M a + h on the base rows — to the soft contacts' point
     of application (sphere feet), far below the nominal model's inertial mismatch."""
-    robot, _, res, log, a = stepping
+    robot, res, log, a = stepping
     rows = np.arange(5, len(res.t) - 5)
     p_true = np.array([res.truth["parameters"][n] for n in parameter_names(robot)])
     weight = float(sum(robot.model.inertias[i].mass for i in range(1, robot.model.njoints))) * 9.81
@@ -89,10 +90,10 @@ def test_knee_motor_torque_at_the_exact_states_separates_truth_from_nominal(step
     """u = Gᵀ(ID − Σ J_fᵀ f) on the knee motors: the true parameters reproduce MuJoCo's motor torque to
     the dry-friction model mismatch, clearly better than the nominal URDF (the protocol can tell them
     apart; with SG states of a noisy log it could not, docs/benchmarks.md)."""
-    robot, desc, res, log, a = stepping
-    ck = ClosureKinematics(robot.model, desc.loops)
+    robot, res, log, a = stepping
+    ck = ClosureKinematics(robot.model, robot.loops)
     names, iv = list(robot.joint_names), robot.joint_index_v()
-    passive = [iv[names.index(j)] for j in desc.passive]
+    passive = [iv[names.index(j)] for j in actuation_of(robot).passive]
     knees = [names.index(f"{leg}_knee_motor") for leg in ("FL", "FR", "RL", "RR")]
     rows = np.arange(5, len(res.t) - 5)
     p_true = np.array([res.truth["parameters"][n] for n in parameter_names(robot)])
@@ -111,11 +112,11 @@ def test_knee_motor_torque_at_the_exact_states_separates_truth_from_nominal(step
 
 
 def test_transmission_ratios_match_the_dependent_map(stepping):
-    robot, desc, res, _, _ = stepping
+    robot, res, _, _ = stepping
     L = loop_terms.closures(_looped(robot))
     q = res.q_pin[[10, 200]]
     R = floating_loops.transmission_ratios(L, _looped(robot), q)
-    ck = ClosureKinematics(robot.model, desc.loops)
+    ck = ClosureKinematics(robot.model, robot.loops)
     names, iv = list(robot.joint_names), robot.joint_index_v()
     from fg_sysid.robots.loops import passive_mask
 
@@ -134,7 +135,7 @@ def test_transmission_ratios_match_the_dependent_map(stepping):
 def test_rods_projected_from_the_encoders_match_mujoco(stepping):
     """`prepare_log`'s projection of the unencoded rods (the fixed-base `project_configurations` on the
     joint coordinates) reproduces MuJoCo's rod angles on a noise-free log."""
-    robot, desc, res, log, _ = stepping
+    robot, res, log, _ = stepping
     from types import SimpleNamespace
 
     sm = SimpleNamespace(robot=_looped(robot), impacts=False, energy=False)
@@ -181,7 +182,7 @@ def test_base_tilt_reports_a_fall(stepping):
     for k, roll in enumerate((0.0, np.pi / 2, np.pi)):
         q[k, 3:7] = pin.Quaternion(pin.rpy.rpyToMatrix(roll, 0.0, 0.3)).coeffs()
     assert np.allclose(base_tilt_deg(q), [0.0, 90.0, 180.0], atol=1e-6)
-    _, _, res, _, _ = stepping
+    _, res, _, _ = stepping
     assert res.truth["base_tilt_max_deg"] < 10.0  # 0.6 s per foot is a hop (no foot down at times), no fall
     assert res.truth["feet_in_contact_min"] == int(res.contact.sum(axis=1).min())
 

@@ -17,10 +17,10 @@ from fg_sysid.robots.looped import load_loop_robot, loop_robot_path
 
 
 def _states(name, seed=0, duration=4.0, rate=250.0):
-    robot, desc = load_loop_robot(name)
-    sim = simulate_loop_inclass(robot, desc, duration, rate, 0.0, seed)
-    st = loop_states(robot, desc, sim.log, exact=True)
-    return load_robot(str(loop_robot_path(name))), robot, desc, st, sim
+    robot = load_loop_robot(name)
+    sim = simulate_loop_inclass(robot, duration, rate, 0.0, seed)
+    st = loop_states(robot, sim.log, exact=True)
+    return load_robot(str(loop_robot_path(name))), robot, st, sim
 
 
 @pytest.fixture(scope="module")
@@ -41,7 +41,7 @@ def test_rod_pin_friction_is_collinear_with_the_knee_motor_friction(b1):
     """The rod turns (relative to the crank) nearly as fast as the motor, the opposite way: its friction
     reflected to the motor is the motor's own column, so the split is set by the prior, not the data.
     The calf pin (transmission Jacobian 0.5–1.1) stays separable."""
-    robot_l, _, _, st, _ = b1
+    robot_l, _, st, _ = b1
     (fi,) = li.friction_information(robot_l, st.q, st.v, st.a, 0.01)
     assert fi.joint == "FL_knee_motor" and set(fi.passive) == {"FL_calf_joint", "FL_rod_joint"}
     c = {n: i for i, n in enumerate(fi.names)}
@@ -64,9 +64,9 @@ def test_planar_fourbar_pins_stay_estimated():
 def test_reflection_coefficients_against_the_constrained_regressor(b1):
     """c_p of the effective friction = the LS projection of the pin's column of Gᵀ W (paper 000 eq. 28,
     computed independently by `constrained_regressor`) onto the motor's own fv / fc column."""
-    robot_l, robot, desc, st, _ = b1
+    robot_l, robot, st, _ = b1
     (fi,) = li.friction_information(robot_l, st.q, st.v, st.a, 0.01, max_rows=st.q.shape[0])
-    W = constrained_regressor(robot, desc, st)
+    W = constrained_regressor(robot, st)
     names = parameter_names(robot)
     m = list(st.actuated).index("FL_knee_motor")
     for s, cmap in (("fv", fi.c_fv), ("fc", fi.c_fc)):
@@ -84,7 +84,7 @@ def test_reflection_coefficients_against_the_constrained_regressor(b1):
 
 
 def test_verdicts_name_the_pin_and_the_number(b1):
-    robot_l, _, _, st, sim = b1
+    robot_l, _, st, sim = b1
     p = sim.truth["parameters"]
     est = {n: p[n] for n in parameter_names(load_loop_robot("b1_leg_fourbar")[0])}
     free = li.summary_records(robot_l, st.q, st.v, st.a, 0.01, est, {})[0]
@@ -128,7 +128,7 @@ def test_stick_sigma_is_the_friction_law_error_near_reversals(b1):
 
     from fg_sysid.estimation import loop_init
 
-    robot_l, _, _, st, sim = b1
+    robot_l, _, st, sim = b1
     lay = ParameterLayout.create(robot_l, "log-cholesky", "coulomb-viscous-scale", 0.05)
     p = lay.nominal_physical()
     _, pf, _ = lay.split(p)  # views into p
@@ -167,8 +167,8 @@ def test_cli_identify_reports_the_knee_friction_split(tmp_path):
     from fg_sysid.datasets.io import write_log
     from fg_sysid.datasets.mujoco_loops import simulate_loop_mujoco
 
-    robot, desc = load_loop_robot("b1_leg_fourbar")
-    sim = simulate_loop_mujoco(robot, desc, 2.0, 250.0, 0.01, 1)
+    robot = load_loop_robot("b1_leg_fourbar")
+    sim = simulate_loop_mujoco(robot, 2.0, 250.0, 0.01, 1)
     write_log(sim.log, tmp_path / "log.parquet")
     out = tmp_path / "fit"
     res = CliRunner().invoke(main, ["identify", str(tmp_path / "log.parquet"), "--robot",

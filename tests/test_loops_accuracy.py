@@ -33,11 +33,11 @@ from fg_sysid.robots.loops import passive_mask
 
 @pytest.fixture(scope="module")
 def leg(tmp_path_factory):
-    """The looped spec robot (`fg-sysid identify --robot b1_leg_fourbar.yaml`), its description, a 3 s
+    """The looped spec robot (`fg-sysid identify --robot b1_leg_fourbar.yaml`), a 3 s
     training and a 2 s held-out in-class log at 250 Hz, and the training log as `identify` reads it."""
-    sim_robot, desc = load_loop_robot("b1_leg_fourbar")
-    train = simulate_loop_inclass(sim_robot, desc, duration=3.0, rate=250.0, noise=0.01, seed=0)
-    held = simulate_loop_inclass(sim_robot, desc, duration=2.0, rate=250.0, noise=0.01, seed=1,
+    sim_robot = load_loop_robot("b1_leg_fourbar")
+    train = simulate_loop_inclass(sim_robot, duration=3.0, rate=250.0, noise=0.01, seed=0)
+    held = simulate_loop_inclass(sim_robot, duration=2.0, rate=250.0, noise=0.01, seed=1,
                                  truth=train.truth)
     path = tmp_path_factory.mktemp("leg") / "log.parquet"
     write_log(train.log, path)
@@ -46,7 +46,7 @@ def leg(tmp_path_factory):
         robot, log = load_log_for_robot(path, load_robot(str(loop_robot_path("b1_leg_fourbar"))))
     names = parameter_names(robot)
     p_true = np.array([train.truth["parameters"][n] for n in names])
-    return robot, desc, train, held, log, p_true
+    return robot, train, held, log, p_true
 
 
 def _relative_rmse(u, u_ref, keep):
@@ -58,11 +58,11 @@ def test_map_start_is_consistent_and_fits_like_the_truth(leg):
     """The initial θ fits the constraint-eliminated regression as well as the true parameters (it is in
     the smoother's parameterization: consistent by construction); the physical-layout LS projected body
     by body (the old start) does not."""
-    robot, desc, train, _, _, p_true = leg
+    robot, train, _, _, p_true = leg
     layout = ParameterLayout.create(robot, "log-cholesky", "coulomb-viscous-scale", 0.05)
-    st = loop_states(robot, desc, train.log)
+    st = loop_states(robot, train.log)
     rows = np.flatnonzero(st.keep)
-    W = constrained_regressor(robot, desc, st, rows, 0.05)
+    W = constrained_regressor(robot, st, rows, 0.05)
     u = st.tau[rows]
     bar, std = loop_terms.adjust_prior(robot, layout, *layout.prior(0.7))
     th0 = loop_init.linear_start(layout, W, u, bar, std, passive_mask(robot))
@@ -75,7 +75,7 @@ def test_map_start_is_consistent_and_fits_like_the_truth(leg):
     r_map, r_true = rms(layout.to_physical(th)[sel]), rms(p_true)
     assert np.all(r_map <= 1.05 * r_true), (r_map, r_true)
     # the old start: constraint-elimination LS in the physical layout, projected onto consistency
-    ce = ConstraintEliminationLS(robot, desc, identify="all").fit(train.log)
+    ce = ConstraintEliminationLS(robot, identify="all").fit(train.log)
     full = np.concatenate([ce.result_.estimate[:10 * robot.n_bodies],
                            np.column_stack([ce.result_.estimate[10 * robot.n_bodies:][:2 * robot.n_joints]
                                             .reshape(-1, 2), np.full(robot.n_joints, 0.05)]).ravel(),
@@ -91,15 +91,15 @@ def test_map_start_is_consistent_and_fits_like_the_truth(leg):
 
 
 def test_b1_leg_in_class_reaches_the_floor(leg):
-    robot, desc, train, held, log, p_true = leg
+    robot, train, held, log, p_true = leg
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         sm = JointSmoother(robot).fit(log)
     res = sm.result_
-    st = loop_states(robot, desc, held.log)
+    st = loop_states(robot, held.log)
     act = [robot.joint_names.index(j) for j in st.actuated]
     u_true = held.truth_log.tau[:, act]
-    e_floor = _relative_rmse(predict_loop_efforts(robot, desc, p_true, st), u_true, st.keep)
+    e_floor = _relative_rmse(predict_loop_efforts(robot, p_true, st), u_true, st.keep)
     u_fit = loop_terms.predict_torque(robot, res.layout, res.theta, st.q, st.v, st.a)
     e_fit = _relative_rmse(u_fit, u_true, st.keep)
     knee = list(st.actuated).index("FL_knee_motor")

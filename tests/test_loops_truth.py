@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pinocchio as pin
 import pytest
+import yaml
 
 from fg_sysid.datasets.log import Log
 from fg_sysid.datasets.mujoco_loops import (
@@ -24,11 +25,13 @@ from fg_sysid.robots.loop_kinematics import ClosureKinematics
 from fg_sysid.robots.looped import (
     DATA_DIR,
     GENERATORS,
-    LoopDescription,
     LoopRobotError,
     load_loop_robot,
+    loop_robot_path,
     write_loop_robots,
 )
+from fg_sysid.robots.loops import actuated_joints
+from fg_sysid.robots.model import RobotError
 
 pytest.importorskip("mujoco")
 
@@ -43,9 +46,9 @@ def fourbar():
     return load_loop_robot("fourbar")
 
 
-def _indices(robot, desc):
+def _indices(robot):
     names = list(robot.joint_names)
-    act = [names.index(j) for j in desc.actuated(names)]
+    act = [names.index(j) for j in actuated_joints(robot)]
     return act, [i for i in range(len(names)) if i not in act]
 
 
@@ -57,17 +60,20 @@ def test_packaged_descriptions_are_current(tmp_path):
             assert (tmp_path / f"{name}.{ext}").read_text() == (DATA_DIR / f"{name}.{ext}").read_text(), name
 
 
-def test_descriptions_load_with_the_agreed_keys(b1_leg):
-    robot, desc = b1_leg
-    assert desc.actuated(robot.joint_names) == ["FL_hip_joint", "FL_thigh_joint", "FL_knee_motor"]
-    assert desc.unencoded == ("FL_rod_joint",)
-    assert desc.loops[0].frames == ("FL_rod_tip", "FL_calf_pin") and desc.loops[0].type == "planar"
-    full, fdesc = load_loop_robot("b1_fourbar")
-    assert full.floating_base and len(fdesc.loops) == 4 and full.n_joints == 20
-    with pytest.raises(LoopRobotError, match="FL_nope"):
-        LoopDescription.from_dict({"actuation": {"passive": ["FL_nope"]}}, robot.joint_names)
-    with pytest.raises(LoopRobotError, match="planar needs axis"):
-        LoopDescription.from_dict({"loops": [{"frames": ["a", "b"], "type": "planar"}]}, robot.joint_names)
+def test_descriptions_load_with_the_agreed_keys(b1_leg, tmp_path):
+    robot = b1_leg
+    assert actuated_joints(robot) == ["FL_hip_joint", "FL_thigh_joint", "FL_knee_motor"]
+    assert robot.actuation.unencoded == ("FL_rod_joint",)
+    assert robot.loops[0].frames == ("FL_rod_tip", "FL_calf_pin") and robot.loops[0].type == "planar"
+    full = load_loop_robot("b1_fourbar")
+    assert full.floating_base and len(full.loops) == 4 and full.n_joints == 20
+    spec = yaml.safe_load(loop_robot_path("b1_leg_fourbar").read_text())
+    for key, val, match in (("actuation", {"passive": ["FL_nope"]}, "FL_nope"),
+                            ("loops", [{"frames": ["a", "b"], "type": "planar"}], "needs axis")):
+        bad = tmp_path / f"bad_{key}.yaml"
+        bad.write_text(yaml.safe_dump({**spec, key: val, "urdf": str(DATA_DIR / spec["urdf"])}))
+        with pytest.raises(RobotError, match=match):
+            load_loop_robot(str(bad))
     with pytest.raises(LoopRobotError, match="unknown looped robot"):
         load_loop_robot("no_such_robot")
 
@@ -75,26 +81,23 @@ def test_descriptions_load_with_the_agreed_keys(b1_leg):
 @pytest.mark.parametrize("name", ["fourbar", "b1_leg_fourbar", "b1_fourbar"])
 def test_catalog_names_and_spec_files_give_the_same_looped_robot(name):
     from fg_sysid.robots import load_robot
-    from fg_sysid.robots.looped import loop_robot_path
 
     by_name, by_file = load_robot(name), load_robot(str(loop_robot_path(name)))
-    _, desc = load_loop_robot(name)
+    looped = load_loop_robot(name)
     for r in (by_name, by_file):
-        assert r.joint_names == by_file.joint_names and r.floating_base == by_file.floating_base
-        assert [lp.frames for lp in r.loops] == [lp.frames for lp in desc.loops]
-        assert set(r.actuation.passive) == set(desc.passive)
-        assert set(r.actuation.unencoded) == set(desc.unencoded)
+        assert r.joint_names == looped.joint_names and r.floating_base == looped.floating_base
+        assert r.loops == looped.loops and r.actuation == looped.actuation
 
 
 @pytest.mark.parametrize("name", ["fourbar", "b1_leg_fourbar", "b1_fourbar"])
 def test_closure_jacobians_against_central_differences(name):
-    robot, desc = load_loop_robot(name)
+    robot = load_loop_robot(name)
     from fg_sysid.datasets.mujoco_loops import reference_configuration
 
-    ck = ClosureKinematics(robot.model, desc.loops)
-    q = reference_configuration(robot, desc)
+    ck = ClosureKinematics(robot.model, robot.loops)
+    q = reference_configuration(robot)
     assert np.abs(ck.residual(q)).max() < 1e-12
-    act, dep = _indices(robot, desc)
+    act, dep = _indices(robot)
     iv = np.asarray(robot.joint_index_v())
     iq = np.asarray(robot.joint_index_q())
     q[iq[act]] += 0.1
@@ -116,8 +119,8 @@ def test_closure_jacobians_against_central_differences(name):
 
 
 def test_mujoco_truth_closes_its_loops_and_logs_the_spec_columns(fourbar):
-    robot, desc = fourbar
-    res = simulate_loop_mujoco(robot, desc, duration=1.0, rate=200.0, noise=0.01, seed=3)
+    robot = fourbar
+    res = simulate_loop_mujoco(robot, duration=1.0, rate=200.0, noise=0.01, seed=3)
     assert res.closure_violation <= 1e-6
     assert res.truth["closure_violation_max_m"] == res.closure_violation
     assert res.log.joint_names == ("crank_joint", "rocker_joint")  # the coupler is unencoded
@@ -129,16 +132,16 @@ def test_mujoco_truth_closes_its_loops_and_logs_the_spec_columns(fourbar):
 
 def test_mujoco_dynamics_agree_with_the_constrained_inverse_dynamics(b1_leg):
     """Oracle: MuJoCo's motor torques = Gᵀ(RNEA_true + armature·a + fv·v) + dry friction, |dry| ≤ fc."""
-    robot, desc = b1_leg
-    res = simulate_loop_mujoco(robot, desc, duration=0.5, rate=200.0, noise=0.0, seed=1)
+    robot = b1_leg
+    res = simulate_loop_mujoco(robot, duration=0.5, rate=200.0, noise=0.0, seed=1)
     P = res.truth["parameters"]
     from fg_sysid.datasets.simulate import truth_arrays
 
     tr = truth_arrays(res.truth, robot)
     model = robot.pinocchio_model_with(tr["inertial"])
     model.armature = np.asarray(tr["armature"], float)
-    ck = ClosureKinematics(robot.model, desc.loops)
-    act, dep = _indices(robot, desc)
+    ck = ClosureKinematics(robot.model, robot.loops)
+    act, dep = _indices(robot)
     fc = np.array([P[f"{robot.joint_names[i]}.fc"] for i in act])
     worst = 0.0
     for k in range(len(res.truth_log.t)):
@@ -151,35 +154,35 @@ def test_mujoco_dynamics_agree_with_the_constrained_inverse_dynamics(b1_leg):
 
 
 def test_constraint_elimination_ls_recovers_an_in_class_truth(b1_leg):
-    robot, desc = b1_leg
-    train = simulate_loop_inclass(robot, desc, duration=2.5, rate=200.0, noise=0.0, seed=0)
-    held = simulate_loop_inclass(robot, desc, duration=1.5, rate=200.0, noise=0.0, seed=1, truth=train.truth)
-    ce = ConstraintEliminationLS(robot, desc).fit(train.log, exact=True)
+    robot = b1_leg
+    train = simulate_loop_inclass(robot, duration=2.5, rate=200.0, noise=0.0, seed=0)
+    held = simulate_loop_inclass(robot, duration=1.5, rate=200.0, noise=0.0, seed=1, truth=train.truth)
+    ce = ConstraintEliminationLS(robot).fit(train.log, exact=True)
     names = parameter_names(robot)
     est = dict(zip(names, ce.result_.estimate, strict=True))
     P = train.truth["parameters"]
-    for j in desc.actuated(robot.joint_names):
+    for j in actuated_joints(robot):
         for s in ("fc", "fv"):
             assert est[f"{j}.{s}"] == pytest.approx(P[f"{j}.{s}"], rel=0.02), f"{j}.{s}"
-    st = loop_states(robot, desc, held.log, exact=True)
+    st = loop_states(robot, held.log, exact=True)
     u = ce.predict(st)
     rel = np.sqrt(np.mean((u - st.tau) ** 2, 0)) / np.sqrt(np.mean(st.tau**2, 0))
     assert np.all(rel < 2e-3), rel
     # the nominal model is far off on the same states: the check can fail
     from fg_sysid.estimation.loop_baseline import nominal_parameters
 
-    u0 = predict_loop_efforts(robot, desc, nominal_parameters(robot), st)
+    u0 = predict_loop_efforts(robot, nominal_parameters(robot), st)
     assert np.all(np.sqrt(np.mean((u0 - st.tau) ** 2, 0)) / np.sqrt(np.mean(st.tau**2, 0)) > 0.03)
 
 
 def test_loop_baseline_inputs_name_the_culprit(b1_leg):
-    robot, desc = b1_leg
-    serial, _ = load_loop_robot("b1_leg_serial")
+    robot = b1_leg
+    serial = load_loop_robot("b1_leg_serial")
     t = np.arange(20) * 0.01
     log = Log(t=t, q=np.zeros((20, 2)), v=np.zeros((20, 2)), tau=np.zeros((20, 2)),
               joint_names=("FL_hip_joint", "FL_thigh_joint"), source="bad.csv")
     with pytest.raises(LoopBaselineError, match="FL_knee_motor"):
-        loop_states(robot, desc, log)
+        loop_states(robot, log)
     with pytest.raises(LoopBaselineError, match="FL_calf_joint"):
         serial_log(log, serial, {"FL_calf_joint": "FL_knee_motor"})
     good = Log(t=t, q=np.arange(80.0).reshape(20, 4), v=None, tau=np.arange(80.0).reshape(20, 4) + 0.5,
@@ -193,8 +196,8 @@ def test_loop_baseline_inputs_name_the_culprit(b1_leg):
 def test_floating_b1_fourbar_stands_in_mujoco_with_closed_loops():
     from fg_sysid.datasets.mujoco_loops import simulate_loop_stance
 
-    robot, desc = load_loop_robot("b1_fourbar")
-    res, log, viol = simulate_loop_stance(robot, desc, duration=0.3, rate=200.0, noise=0.01, seed=2,
+    robot = load_loop_robot("b1_fourbar")
+    res, log, viol = simulate_loop_stance(robot, duration=0.3, rate=200.0, noise=0.01, seed=2,
                                           motion="stand")
     assert viol <= 1e-6
     assert res.contact.all()  # four feet down

@@ -205,18 +205,13 @@ def _simulate_looped(robot, duration, rate, noise, seed, simulator, friction_mod
     try:
         from ..datasets import mujoco_loops as ml
         from ..datasets.simulate import SimulationError
-        from ..robots.looped import LoopDescription
     except ImportError as e:
         fail(f"looped robot {robot.name!r}: its simulators need MuJoCo ({e}); install the `sim` extra")
-    act = robot.actuation
-    desc = LoopDescription.from_dict(
-        {"loops": [c.to_dict() for c in robot.loops], "actuation": None if act is None else act.to_dict()},
-        robot.joint_names, src=robot.name)
     try:
         if robot.floating_base:
             if motion not in (None, "steps", "stand"):
                 fail(f"looped floating robot {robot.name!r}: --motion steps or stand, got {motion!r}")
-            res, log, viol = ml.simulate_loop_stance(robot, desc, duration, rate, noise, seed,
+            res, log, viol = ml.simulate_loop_stance(robot, duration, rate, noise, seed,
                                                      motion=motion or "steps")
             with atomic_output_dir(out) as tmp:
                 ml.write_loop_log(log, Path(tmp) / "log.parquet")
@@ -227,14 +222,14 @@ def _simulate_looped(robot, duration, rate, noise, seed, simulator, friction_mod
                 fail(f"--motion is only for floating-base robots (robot {robot.name!r} has a fixed base)")
             if simulator == "mujoco":
                 result = ml.simulate_loop_mujoco(
-                    robot, desc, duration, rate, noise, seed,
+                    robot, duration, rate, noise, seed,
                     control_rate=1000.0 if control_rate is None else control_rate,
                     stribeck_ratio=stribeck_ratio if friction_model == "stribeck" else None,
                     stribeck_velocity=stribeck_velocity)
             else:
                 if friction_model != "coulomb-viscous" or control_rate is not None:
                     fail("--friction-model and --control-rate need --simulator mujoco for looped robots")
-                result = ml.simulate_loop_inclass(robot, desc, duration, rate, noise, seed)
+                result = ml.simulate_loop_inclass(robot, duration, rate, noise, seed)
             with atomic_output_dir(out) as tmp:
                 ml.write_loop_simulation(result, tmp)
             n, viol, what = result.log.n_samples, result.closure_violation, simulator

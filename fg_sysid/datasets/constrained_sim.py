@@ -22,6 +22,7 @@ import pandas as pd
 import pinocchio as pin
 
 from ..robots import RobotModel
+from ..robots.loop_kinematics import ClosureKinematics
 from ..robots.loops import actuation_of, encoded_mask, passive_mask
 from .log import Log
 
@@ -131,9 +132,7 @@ def simulate_looped(robot: RobotModel, duration: float = 4.0, rate: float = 500.
                 Q[i], V[i], A[i], TAU[i] = q, v, a, u
             v = v + dt * a
             q = pin.integrate(model, q, dt * v)
-    from ..factors.loops import LoopClosures
-
-    viol = float(np.abs(LoopClosures(robot.model, robot.loops).position(Q, False)[0]).max())
+    viol = float(np.abs(ClosureKinematics(robot.model, robot.loops).position(Q, False)[0]).max())
     truth = LoopedTruth(t, Q, V, A, TAU, fr, arm, robot.nominal_inertial_parameters() if inertial is None
                         else np.asarray(inertial, float), viol)
     enc = encoded_mask(robot)

@@ -1,8 +1,9 @@
 """Ground truth for robots with closed kinematic loops (issue 11): MuJoCo with equality constraints, and
 an exact in-class inverse-dynamics log.
 
-Both simulators take a tree `RobotModel` plus its `LoopDescription` (``robots/looped.py``): loops cut
-at one joint, actuated / passive / unencoded joints.
+Both simulators take a tree `RobotModel` that carries its closures and actuation (``robot.loops``,
+``robot.actuation``; `fg_sysid.robots.loops`): loops cut at one joint, actuated / passive / unencoded
+joints. The closure kinematics are `fg_sysid.robots.loop_kinematics.ClosureKinematics`.
 
 Motion. The actuated joints follow a random finite Fourier series (`FourierTrajectory.random`, 5
 harmonics of ``base_frequency``) inside `MOTION_RANGES` (per joint-name suffix, rad); the passive joints
@@ -35,7 +36,6 @@ column (not measured). Noise σ on q [rad], v [rad/s], τ [N·m] (`simulate.meas
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from dataclasses import dataclass, field
@@ -47,8 +47,8 @@ import pandas as pd
 import pinocchio as pin
 
 from ..robots import RobotModel
-from ..robots.loop_kinematics import ClosureError, ClosureKinematics
-from ..robots.looped import LoopDescription
+from ..robots.loop_kinematics import POINT_TYPES, ClosureError, ClosureKinematics
+from ..robots.loops import actuated_joints, actuation_of, encoded_mask, passive_mask
 from .excitation import FourierTrajectory
 from .log import Log
 from .simulate import SimulationError, measure, perturb_inertia, truth_document
@@ -94,19 +94,25 @@ class LoopSimResult:
 
 
 # ---------------------------------------------------------------------------------------------- helpers
-def _indices(robot: RobotModel, desc: LoopDescription):
-    names = list(robot.joint_names)
-    act = [names.index(j) for j in desc.actuated(names)]
-    dep = [i for i in range(len(names)) if i not in act]
-    enc = [names.index(j) for j in desc.encoded(names)]
+def _indices(robot: RobotModel):
+    """(actuated, dependent = passive, encoded) joint indices (``joint_names`` order)."""
+    act = [int(i) for i in np.flatnonzero(~passive_mask(robot))]
+    dep = [int(i) for i in np.flatnonzero(passive_mask(robot))]
+    enc = [int(i) for i in np.flatnonzero(encoded_mask(robot))]
     return act, dep, enc
+
+
+def closure_kinematics(robot: RobotModel) -> ClosureKinematics:
+    """The closures of ``robot`` (point3d | planar: MuJoCo ``connect`` equalities); `ClosureError` for
+    another type or a robot without loops."""
+    return ClosureKinematics(robot.model, robot.loops, types=POINT_TYPES)
 
 
 def _v_index(robot: RobotModel) -> np.ndarray:
     return np.asarray(robot.joint_index_v(), int)
 
 
-def reference_configuration(robot: RobotModel, desc: LoopDescription) -> np.ndarray:
+def reference_configuration(robot: RobotModel) -> np.ndarray:
     """A closed configuration to start continuation from: neutral, B1 legs at thigh 0.8, calf and knee
     motor at the linkage's reference angle (rod angle 0), then the closures solved."""
     from ..robots.looped import B1_LINKAGE
@@ -120,15 +126,15 @@ def reference_configuration(robot: RobotModel, desc: LoopDescription) -> np.ndar
             q[iq[i]] = 0.8
         if j.endswith("calf_joint") or j.endswith("knee_motor"):
             q[iq[i]] = B1_LINKAGE["q_ref"]
-    ck = ClosureKinematics(robot.model, desc.loops)
-    _, dep, _ = _indices(robot, desc)
+    ck = closure_kinematics(robot)
+    _, dep, _ = _indices(robot)
     return ck.solve_passive(q, _v_index(robot)[dep])
 
 
-def plan_motion(robot: RobotModel, desc: LoopDescription, rng, base_frequency: float = BASE_FREQUENCY,
+def plan_motion(robot: RobotModel, rng, base_frequency: float = BASE_FREQUENCY,
                 harmonics: int = 5) -> FourierTrajectory:
     """Random Fourier motion of the actuated joints inside `MOTION_RANGES` (module docstring)."""
-    act_names = desc.actuated(robot.joint_names)
+    act_names = actuated_joints(robot)
     lo, hi = [], []
     for j in act_names:
         rng_j = next((r for s, r in MOTION_RANGES.items() if j.endswith(s)), None)
@@ -143,33 +149,20 @@ def plan_motion(robot: RobotModel, desc: LoopDescription, rng, base_frequency: f
                                     margin=0.0, velocity_fraction=1.0)
 
 
-def closed_states(robot: RobotModel, desc: LoopDescription, q_a, v_a, a_a, q_start=None):
+def closed_states(robot: RobotModel, q_a, v_a, a_a, q_start=None):
     """Full (q, v, a) (N, nq | nv) of all joints from actuated (N, n_a) trajectories: the passive joints
     by closure IK (continuation along the samples, from ``q_start`` or `reference_configuration`)."""
-    ck = ClosureKinematics(robot.model, desc.loops)
-    act, dep, _ = _indices(robot, desc)
+    ck = closure_kinematics(robot)
+    act, dep, _ = _indices(robot)
     iv = _v_index(robot)
     iq = np.asarray(robot.joint_index_q(), int)
-    q = reference_configuration(robot, desc) if q_start is None else np.array(q_start, float)
+    q = reference_configuration(robot) if q_start is None else np.array(q_start, float)
     # continuation from the start configuration to the first sample
     q0_a = q[iq[act]].copy()
     for s in np.linspace(0.0, 1.0, 21)[1:]:
         q[iq[act]] = (1 - s) * q0_a + s * q_a[0]
         q = ck.solve_passive(q, iv[dep])
-    N = len(q_a)
-    Q, V, A = np.empty((N, robot.model.nq)), np.zeros((N, robot.nv)), np.zeros((N, robot.nv))
-    for k in range(N):
-        q[iq[act]] = q_a[k]
-        q = ck.solve_passive(q, iv[dep])
-        Q[k] = q
-        v_ind = np.zeros(robot.nv - len(dep))
-        a_ind = np.zeros_like(v_ind)
-        ind = np.setdiff1d(np.arange(robot.nv), iv[dep])
-        pos = {int(c): i for i, c in enumerate(ind)}
-        v_ind[[pos[int(iv[i])] for i in act]] = v_a[k]
-        a_ind[[pos[int(iv[i])] for i in act]] = a_a[k]
-        V[k], A[k], _ = ck.complete(q, v_ind, a_ind, iv[dep])
-    return Q, V, A
+    return ck.closed_trajectory(q, q_a, v_a, a_a, iq[act], iv[act], iv[dep])
 
 
 def constrained_torque(model: pin.Model, ck: ClosureKinematics, dep_v, act_v, q, v, a, tau_extra=None):
@@ -179,9 +172,7 @@ def constrained_torque(model: pin.Model, ck: ClosureKinematics, dep_v, act_v, q,
     tau = pin.rnea(model, data, q, v, a)
     if tau_extra is not None:
         tau = tau + tau_extra
-    G, ind = ck.dependent_map(q, dep_v)
-    pos = {int(c): i for i, c in enumerate(ind)}
-    cols = [pos[int(i)] for i in act_v]
+    G, cols = ck.actuated_map(q, dep_v, act_v)
     return (G.T @ tau)[cols], G
 
 
@@ -189,17 +180,15 @@ def _reduced_mass_diag(model, ck, dep_v, act_v, q):
     data = model.createData()
     M = pin.crba(model, data, q)
     M = 0.5 * (M + M.T)
-    G, ind = ck.dependent_map(q, dep_v)
-    pos = {int(c): i for i, c in enumerate(ind)}
-    cols = [pos[int(i)] for i in act_v]
+    G, cols = ck.actuated_map(q, dep_v, act_v)
     return np.diag(G.T @ M @ G)[cols]
 
 
-def draw_truth(robot: RobotModel, desc: LoopDescription, Q, V, A, rng) -> tuple[dict, dict]:
+def draw_truth(robot: RobotModel, Q, V, A, rng) -> tuple[dict, dict]:
     """(truth arrays, nominal scales): see the module docstring."""
-    act, dep, _ = _indices(robot, desc)
+    act, dep, _ = _indices(robot)
     iv = _v_index(robot)
-    ck = ClosureKinematics(robot.model, desc.loops)
+    ck = closure_kinematics(robot)
     sub = np.unique(np.linspace(0, len(Q) - 1, min(len(Q), 200)).astype(int))
     U = np.array([constrained_torque(robot.model, ck, iv[dep], iv[act], Q[k], V[k], A[k])[0] for k in sub])
     Md = np.array([_reduced_mass_diag(robot.model, ck, iv[dep], iv[act], Q[k]) for k in sub[::10]])
@@ -226,9 +215,9 @@ def _truth_model(robot: RobotModel, truth: dict) -> pin.Model:
     return model
 
 
-def _encoded_log(robot, desc, t, Qj, Vj, TAU, noise, rng, source) -> Log:
+def _encoded_log(robot, t, Qj, Vj, TAU, noise, rng, source) -> Log:
     """The estimator's view: encoded joints, efforts of actuated joints (NaN on passive ones)."""
-    act, _, enc = _indices(robot, desc)
+    act, _, enc = _indices(robot)
     tau = np.full_like(TAU, np.nan)
     tau[:, act] = TAU[:, act]
     q_m, v_m, tau_m = measure(Qj, Vj, tau, noise, 1.0, 0.0, 0.0, rng)
@@ -236,10 +225,10 @@ def _encoded_log(robot, desc, t, Qj, Vj, TAU, noise, rng, source) -> Log:
     return Log(t=t.copy(), q=q_m[:, enc], v=v_m[:, enc], tau=tau_m[:, enc], joint_names=names, source=source)
 
 
-def _check(robot, desc, duration, rate, noise):
+def _check(robot, duration, rate, noise):
     if robot.floating_base:
         raise SimulationError(f"robot {robot.name!r}: the looped simulators here are fixed-base")
-    if not desc.loops:
+    if not robot.loops:
         raise SimulationError(f"robot {robot.name!r} has no loops")
     for name, val, lo in (("duration", duration, 0.0), ("rate", rate, 0.0)):
         if not (np.isfinite(val) and val > lo):
@@ -252,17 +241,17 @@ def _check(robot, desc, duration, rate, noise):
     return N
 
 
-def _doc(robot, desc, truth, *, friction, noise, seed, rate, duration, controller, out_of_class, convention,
+def _doc(robot, truth, *, friction, noise, seed, rate, duration, controller, out_of_class, convention,
          closure_violation, simulator):
     doc = truth_document(robot, truth, friction=friction, noise=noise, seed=seed, rate=rate,
                          duration=duration, controller=controller, sensors={}, out_of_class=out_of_class,
                          time_convention=convention)
     doc["simulator"] = simulator
     doc["loops"] = [{"name": lp.name, "frames": list(lp.frames), "type": lp.type, "axis": lp.axis}
-                    for lp in desc.loops]
-    doc["actuated"] = desc.actuated(robot.joint_names)
-    doc["passive"] = list(desc.passive)
-    doc["unencoded"] = list(desc.unencoded)
+                    for lp in robot.loops]
+    doc["actuated"] = actuated_joints(robot)
+    doc["passive"] = list(actuation_of(robot).passive)
+    doc["unencoded"] = list(actuation_of(robot).unencoded)
     doc["closure_violation_max_m"] = float(closure_violation)
     return doc
 
@@ -274,23 +263,23 @@ def _given_truth(truth: dict, robot: RobotModel) -> dict:
 
 
 # ---------------------------------------------------------------------------------------------- in-class
-def simulate_loop_inclass(robot: RobotModel, desc: LoopDescription, duration: float, rate: float,
+def simulate_loop_inclass(robot: RobotModel, duration: float, rate: float,
                           noise: float, seed: int, truth: dict | None = None) -> LoopSimResult:
     """Exact in-class log (module docstring): u = Gᵀ(RNEA_true + armature·a + fc·tanh(v/0.05) + fv·v)."""
-    N = _check(robot, desc, duration, rate, noise)
+    N = _check(robot, duration, rate, noise)
     ss = np.random.SeedSequence(int(seed))
     rng_traj, rng_truth, rng_noise = (np.random.default_rng(s) for s in ss.spawn(3))
-    traj = plan_motion(robot, desc, rng_traj)
+    traj = plan_motion(robot, rng_traj)
     t = np.arange(N) / rate
     qa, va, aa = traj.evaluate(t)
-    Q, V, A = closed_states(robot, desc, qa, va, aa)
-    drawn, _ = draw_truth(robot, desc, Q, V, A, rng_truth)
+    Q, V, A = closed_states(robot, qa, va, aa)
+    drawn, _ = draw_truth(robot, Q, V, A, rng_truth)
     if truth is not None:
         drawn = _given_truth(truth, robot)
-    act, dep, _ = _indices(robot, desc)
+    act, dep, _ = _indices(robot)
     iv = _v_index(robot)
     model = _truth_model(robot, drawn)
-    ck = ClosureKinematics(robot.model, desc.loops)
+    ck = closure_kinematics(robot)
     TAU = np.zeros((N, robot.n_joints))
     for k in range(N):
         vj = V[k, iv]
@@ -303,11 +292,11 @@ def simulate_loop_inclass(robot: RobotModel, desc: LoopDescription, duration: fl
     names = tuple(robot.joint_names)
     truth_log = Log(t=t, q=Qj, v=Vj, tau=TAU, joint_names=names,
                     source=f"simulated:{robot.name} (loops, in-class, noise-free)")
-    log = _encoded_log(robot, desc, t, Qj, Vj, TAU, noise, rng_noise,
+    log = _encoded_log(robot, t, Qj, Vj, TAU, noise, rng_noise,
                        f"simulated:{robot.name} (loops, in-class)")
     friction = {"model": "coulomb-viscous", "velocity_scale": VELOCITY_SCALE,
                 "law": "fc·tanh(v/vs) + fv·v on actuated joints; passive joints frictionless"}
-    doc = _doc(robot, desc, drawn, friction=friction, noise=noise, seed=seed, rate=rate, duration=duration,
+    doc = _doc(robot, drawn, friction=friction, noise=noise, seed=seed, rate=rate, duration=duration,
                controller={"kind": "none (exact inverse dynamics along the plan)"}, out_of_class=[],
                convention="tau[k] = G(q_k)^T (RNEA_true + armature a + friction) at t_k",
                closure_violation=viol, simulator="inverse-dynamics (in-class)")
@@ -316,43 +305,31 @@ def simulate_loop_inclass(robot: RobotModel, desc: LoopDescription, duration: fl
 
 
 # ---------------------------------------------------------------------------------------------- MuJoCo
-def build_loop_mujoco_model(robot: RobotModel, desc: LoopDescription, truth: dict, timestep: float = TIMESTEP,
-                            solref=EQ_SOLREF, solimp=EQ_SOLIMP):
-    """(MjModel, MujocoInfo, closure site pairs) of the looped robot: `build_mujoco_spec` tree, motors on
-    actuated joints only, one ``connect`` equality per loop between sites at the closing frames."""
+def build_loop_mujoco_model(robot: RobotModel, truth: dict, timestep: float = TIMESTEP,
+                            solref=EQ_SOLREF, solimp=EQ_SOLIMP, feet: tuple | None = None,
+                            foot_radius: float = 0.02):
+    """(MjModel, MujocoInfo, closure site id pairs) of the looped robot: `build_mujoco_spec` tree (with
+    ``feet``, floor and IMU for a floating base), motors on actuated joints only, one ``connect`` equality
+    per loop between sites at the closing frames (`_add_closures`)."""
     import mujoco
 
     from .mujoco_sim import MujocoSimError, build_mujoco_model, build_mujoco_spec
 
     spec = build_mujoco_spec(robot, truth["inertial"], (truth["fc"], truth["fv"]), truth["armature"],
-                             foot_frames=None, timestep=timestep)
-    passive = set(desc.passive)
-    for act in list(spec.actuators):
-        if act.target in passive:
-            spec.delete(act)
-    model = robot.model
-    pairs = []
-    for lp in desc.loops:
-        names = []
-        for f in lp.frames:
-            fr = model.frames[model.getFrameId(f)]
-            body = spec.body(robot.body_names[int(fr.parentJoint) - 1])
-            body.add_site(name=f"{f}_site", pos=np.array(fr.placement.translation, float))
-            names.append(f"{f}_site")
-        spec.add_equality(name=lp.name, type=mujoco.mjtEq.mjEQ_CONNECT, objtype=mujoco.mjtObj.mjOBJ_SITE,
-                          name1=names[0], name2=names[1], solref=list(solref), solimp=list(solimp))
-        pairs.append(tuple(names))
+                             foot_frames=feet, foot_radius=foot_radius, timestep=timestep)
+    _add_closures(spec, robot, solref, solimp)
     try:
         mj = spec.compile()
     except Exception as e:
         raise MujocoSimError(f"robot {robot.name!r}: MuJoCo compile failed: {e}") from None
     _, info = build_mujoco_model(robot, truth["inertial"], (truth["fc"], truth["fv"]), truth["armature"],
-                                 foot_frames=None, timestep=timestep)
-    site_ids = [tuple(int(mujoco.mj_name2id(mj, mujoco.mjtObj.mjOBJ_SITE, s)) for s in p) for p in pairs]
+                                 foot_frames=feet, foot_radius=foot_radius, timestep=timestep)
+    site_ids = [tuple(int(mujoco.mj_name2id(mj, mujoco.mjtObj.mjOBJ_SITE, f"{f}_site")) for f in lp.frames)
+                for lp in robot.loops]
     return mj, info, site_ids
 
 
-def simulate_loop_mujoco(robot: RobotModel, desc: LoopDescription, duration: float, rate: float, noise: float,
+def simulate_loop_mujoco(robot: RobotModel, duration: float, rate: float, noise: float,
                          seed: int, truth: dict | None = None, control_rate: float = 1000.0,
                          stribeck_ratio: float | None = None, stribeck_velocity: float = 0.1,
                          timestep: float = TIMESTEP) -> LoopSimResult:
@@ -363,7 +340,7 @@ def simulate_loop_mujoco(robot: RobotModel, desc: LoopDescription, duration: flo
     """
     import mujoco
 
-    N = _check(robot, desc, duration, rate, noise)
+    N = _check(robot, duration, rate, noise)
     log_every = int(round(1.0 / (rate * timestep)))
     ctrl_every = int(round(1.0 / (control_rate * timestep)))
     if (log_every < 1 or abs(log_every * timestep * rate - 1) > 1e-9 or ctrl_every < 1
@@ -373,15 +350,15 @@ def simulate_loop_mujoco(robot: RobotModel, desc: LoopDescription, duration: flo
                               f"rate")
     ss = np.random.SeedSequence(int(seed))
     rng_traj, rng_truth, rng_noise = (np.random.default_rng(s) for s in ss.spawn(3))
-    traj = plan_motion(robot, desc, rng_traj)
+    traj = plan_motion(robot, rng_traj)
     n_steps = (N - 1) * log_every
     t_ctrl = np.arange(0, n_steps + 1, ctrl_every) * timestep
     qa, va, aa = traj.evaluate(t_ctrl)
-    Qd, Vd, Ad = closed_states(robot, desc, qa, va, aa)
-    drawn, scales = draw_truth(robot, desc, Qd[::ctrl_every], Vd[::ctrl_every], Ad[::ctrl_every], rng_truth)
+    Qd, Vd, Ad = closed_states(robot, qa, va, aa)
+    drawn, scales = draw_truth(robot, Qd[::ctrl_every], Vd[::ctrl_every], Ad[::ctrl_every], rng_truth)
     if truth is not None:
         drawn = _given_truth(truth, robot)
-    act, dep, _ = _indices(robot, desc)
+    act, dep, _ = _indices(robot)
     iv = _v_index(robot)
     iq = np.asarray(robot.joint_index_q(), int)
 
@@ -390,7 +367,7 @@ def simulate_loop_mujoco(robot: RobotModel, desc: LoopDescription, duration: flo
     arm = np.array(nominal.armature)
     arm[iv] = scales["armature"]
     nominal.armature = arm
-    ck = ClosureKinematics(robot.model, desc.loops)
+    ck = closure_kinematics(robot)
     n_c = len(t_ctrl)
     U_ff = np.zeros((n_c, len(act)))
     for c in range(n_c):
@@ -402,7 +379,7 @@ def simulate_loop_mujoco(robot: RobotModel, desc: LoopDescription, duration: flo
     w = 2 * math.pi * CONTROL_BANDWIDTH_HZ
     kp, kd = m_bar * w**2, m_bar * 2 * w
 
-    mj, info, sites = build_loop_mujoco_model(robot, desc, drawn, timestep)
+    mj, info, sites = build_loop_mujoco_model(robot, drawn, timestep)
     data = mujoco.MjData(mj)
     qadr, dadr = info.qpos_adr, info.dof_adr
     act_ids = [int(mujoco.mj_name2id(mj, mujoco.mjtObj.mjOBJ_ACTUATOR, f"{robot.joint_names[i]}_motor"))
@@ -445,7 +422,7 @@ def simulate_loop_mujoco(robot: RobotModel, desc: LoopDescription, duration: flo
     names = tuple(robot.joint_names)
     truth_log = Log(t=t, q=Q, v=V, tau=TAU, joint_names=names,
                     source=f"simulated:{robot.name} (loops, MuJoCo, noise-free)")
-    log = _encoded_log(robot, desc, t, Q, V, TAU, noise, rng_noise, f"simulated:{robot.name} (loops, MuJoCo)")
+    log = _encoded_log(robot, t, Q, V, TAU, noise, rng_noise, f"simulated:{robot.name} (loops, MuJoCo)")
     used = ["MuJoCo dry friction on the actuated joints (frictionloss constraint: stiction, exact sign)",
             f"controller at {control_rate:g} Hz with PD feedback on a nominal-model feedforward, "
             "zero-order hold",
@@ -460,7 +437,7 @@ def simulate_loop_mujoco(robot: RobotModel, desc: LoopDescription, duration: flo
                   "control_rate": float(control_rate), "mujoco_timestep": float(timestep),
                   "integrator": "implicitfast", "equality_solref": list(EQ_SOLREF),
                   "equality_solimp": list(EQ_SOLIMP), "control_steps_clipped_at_effort_limit": int(clipped)}
-    doc = _doc(robot, desc, drawn, friction=friction, noise=noise, seed=seed, rate=rate, duration=duration,
+    doc = _doc(robot, drawn, friction=friction, noise=noise, seed=seed, rate=rate, duration=duration,
                controller=controller, out_of_class=used,
                convention="tau[k] = motor torque applied at t_k (qfrc_actuator); a[k] = MuJoCo qacc at t_k",
                closure_violation=viol, simulator="mujoco")
@@ -490,14 +467,10 @@ def write_loop_log(log: Log, path: str | os.PathLike) -> Path:
 
 def write_loop_simulation(result: LoopSimResult, out_dir: str | os.PathLike) -> None:
     """``log.parquet`` (encoded joints, actuated efforts), ``truth.json``, ``truth_trajectory.parquet``."""
-    from .io import write_frame
+    from .simulate import write_outputs
 
-    out_dir = Path(out_dir)
-    write_loop_log(result.log, out_dir / "log.parquet")
-    write_frame(truth_trajectory_frame(result), out_dir / "truth_trajectory.parquet")
-    tmp = out_dir / ".truth.json.tmp"
-    tmp.write_text(json.dumps(result.truth, indent=1, allow_nan=False) + "\n")
-    os.replace(tmp, out_dir / "truth.json")
+    write_outputs(out_dir, result.log, truth_trajectory_frame(result), result.truth,
+                  log_writer=write_loop_log)
 
 
 __all__ = ["ClosureError", "LoopSimResult", "build_loop_mujoco_model", "closed_states", "constrained_torque",
@@ -529,7 +502,7 @@ def mj_acceleration_to_pin(qpos, qvel, qacc, info, nv_pin: int) -> np.ndarray:
     return a
 
 
-def simulate_loop_stance(robot: RobotModel, desc: LoopDescription, duration: float = 4.8, rate: float = 500.0,
+def simulate_loop_stance(robot: RobotModel, duration: float = 4.8, rate: float = 500.0,
                          noise: float = 0.0, seed: int = 0, motion: str = "steps", timestep: float = 0.0005,
                          step_period: float = 2.4, settle: float = 0.3, kp: float = 2000.0, kd: float = 40.0,
                          foot_radius: float = 0.02, truth: dict | None = None, friction_scale: float = 1.0,
@@ -577,9 +550,9 @@ def simulate_loop_stance(robot: RobotModel, desc: LoopDescription, duration: flo
     feet = tuple(robot.contact_frames)
     n = robot.n_joints
     names = list(robot.joint_names)
-    act, dep, enc = _indices(robot, desc)
+    act, dep, enc = _indices(robot)
     iv, iq = _v_index(robot), np.asarray(robot.joint_index_q(), int)
-    ck = ClosureKinematics(robot.model, desc.loops)
+    ck = closure_kinematics(robot)
     calf = [i for i, j in enumerate(names) if j.endswith("calf_joint")]
     solve_for = [i for i in dep if i not in calf] + [i for i in act if names[i].endswith("knee_motor")]
     drawn = stance_truth(robot, seed, feet, foot_radius)
@@ -587,12 +560,12 @@ def simulate_loop_stance(robot: RobotModel, desc: LoopDescription, duration: flo
         drawn = _given_truth(truth, robot)
     if truth is None and friction_scale != 1.0:
         drawn["fc"] = np.asarray(drawn["fc"], float) * float(friction_scale)
-    passive = [names.index(j) for j in desc.passive]
+    passive = [names.index(j) for j in actuation_of(robot).passive]
     for key in ("fc", "fv", "armature"):
         drawn[key][passive] = 0.0
 
     q0j = standing_posture(robot)
-    q0 = reference_configuration(robot, desc)
+    q0 = reference_configuration(robot)
     q0[iq] = np.where([j.endswith(("calf_joint", "knee_motor", "rod_joint")) for j in names], q0[iq], q0j)
     q0 = ck.solve_passive(q0, iv[dep])
     q0 = standing_configuration(robot, q0[iq], feet, foot_radius)
@@ -615,8 +588,9 @@ def simulate_loop_stance(robot: RobotModel, desc: LoopDescription, duration: flo
         plan = StepPlan(serial, q0s, feet, duration, period=step_period, rate=rate, lift=lift, loop=loop)
         ser_of = [names.index(j) for j in ser_names]
 
-    mj_spec_info = build_loop_mujoco_model_floating(robot, desc, drawn, timestep, feet, foot_radius)
-    mj, info, sites = mj_spec_info
+    # equality time constant 2·timestep
+    mj, info, sites = build_loop_mujoco_model(robot, drawn, timestep, (2 * timestep, 1.0), EQ_SOLIMP, feet,
+                                              foot_radius)
     data = mujoco.MjData(mj)
     act_ids = np.array([int(mujoco.mj_name2id(mj, mujoco.mjtObj.mjOBJ_ACTUATOR, f"{names[i]}_motor"))
                         for i in act])
@@ -669,7 +643,7 @@ def simulate_loop_stance(robot: RobotModel, desc: LoopDescription, duration: flo
 
     friction = {"model": "mujoco-frictionloss-damping", "velocity_scale": None,
                 "law": "frictionloss = fc (dry), damping = fv on actuated joints"}
-    doc = _doc(robot, desc, drawn, friction=friction,
+    doc = _doc(robot, drawn, friction=friction,
                noise=noise, seed=seed, rate=rate, duration=duration,
                controller={"kind": "joint PD on actuated joints", "kp": kp_j[act].tolist(),
                            "kd": kd_j[act].tolist(), "motion": motion, "step_period": step_period,
@@ -707,40 +681,20 @@ def base_tilt_deg(q_pin: np.ndarray) -> np.ndarray:
     return np.degrees(np.arccos(np.clip(1.0 - 2.0 * (x * x + y * y), -1.0, 1.0)))
 
 
-def build_loop_mujoco_model_floating(robot, desc, truth, timestep, feet, foot_radius):
-    """(MjModel, MujocoInfo, closure site ids) of a floating looped robot (feet, floor, IMU)."""
-    import mujoco
-
-    from .mujoco_sim import MujocoSimError, build_mujoco_model, build_mujoco_spec
-
-    spec = build_mujoco_spec(robot, truth["inertial"], (truth["fc"], truth["fv"]), truth["armature"],
-                             foot_frames=feet, foot_radius=foot_radius, timestep=timestep)
-    _add_closures(spec, robot, desc, timestep)
-    try:
-        mj = spec.compile()
-    except Exception as e:
-        raise MujocoSimError(f"robot {robot.name!r}: MuJoCo compile failed: {e}") from None
-    _, info = build_mujoco_model(robot, truth["inertial"], (truth["fc"], truth["fv"]), truth["armature"],
-                                 foot_frames=feet, foot_radius=foot_radius, timestep=timestep)
-    sites = [tuple(int(mujoco.mj_name2id(mj, mujoco.mjtObj.mjOBJ_SITE, f"{f}_site")) for f in lp.frames)
-             for lp in desc.loops]
-    return mj, info, sites
-
-
-def _add_closures(spec, robot, desc, timestep):
+def _add_closures(spec, robot, solref, solimp):
     """Delete the passive joints' motors; add a site at each closing frame and a ``connect`` equality."""
     import mujoco
 
-    passive = set(desc.passive)
+    passive = set(actuation_of(robot).passive)
     for act in list(spec.actuators):
         if act.target in passive:
             spec.delete(act)
     model = robot.model
-    for lp in desc.loops:
+    for lp in robot.loops:
         for f in lp.frames:
             fr = model.frames[model.getFrameId(f)]
             body = spec.body(robot.body_names[int(fr.parentJoint) - 1])
             body.add_site(name=f"{f}_site", pos=np.array(fr.placement.translation, float))
         spec.add_equality(name=lp.name, type=mujoco.mjtEq.mjEQ_CONNECT, objtype=mujoco.mjtObj.mjOBJ_SITE,
                           name1=f"{lp.frames[0]}_site", name2=f"{lp.frames[1]}_site",
-                          solref=[2 * timestep, 1.0], solimp=list(EQ_SOLIMP))
+                          solref=list(solref), solimp=list(solimp))

@@ -44,11 +44,9 @@ Friction note: MuJoCo's ``frictionloss`` is a constraint-based (dry) Coulomb fri
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import mujoco
 import numpy as np
@@ -900,14 +898,9 @@ def truth_trajectory_frame(result: StanceResult) -> pd.DataFrame:
 def write_mujoco_simulation(result: StanceResult, out_dir: str | os.PathLike) -> None:
     """Write ``log.parquet`` (`to_log`), ``truth.json`` and ``truth_trajectory.parquet``
     (`truth_trajectory_frame`) into the existing directory ``out_dir`` (each file atomically)."""
-    from .io import write_frame, write_log
+    from .simulate import write_outputs
 
-    out_dir = Path(out_dir)
-    write_log(to_log(result), out_dir / "log.parquet")
-    write_frame(truth_trajectory_frame(result), out_dir / "truth_trajectory.parquet")
-    tmp = out_dir / ".truth.json.tmp"
-    tmp.write_text(json.dumps(result.truth, indent=1, allow_nan=False) + "\n")
-    os.replace(tmp, out_dir / "truth.json")
+    write_outputs(out_dir, to_log(result), truth_trajectory_frame(result), result.truth)
 
 
 __all__ = [

@@ -641,13 +641,21 @@ def truth_trajectory_frame(result: SimResult) -> pd.DataFrame:
 def write_simulation(result: SimResult, out_dir: str | os.PathLike) -> None:
     """Write ``log.parquet``, ``truth.json`` and ``truth_trajectory.parquet`` into ``out_dir``
     (an existing directory; each file is written atomically)."""
+    write_outputs(out_dir, result.log, truth_trajectory_frame(result), result.truth)
+
+
+def write_outputs(out_dir: str | os.PathLike, log, trajectory: pd.DataFrame, truth: dict,
+                  log_writer=None) -> None:
+    """The simulators' output files in the existing directory ``out_dir``, each written atomically:
+    ``log.parquet`` (``log_writer(log, path)``, default `io.write_log`), ``truth_trajectory.parquet``
+    (``trajectory``) and ``truth.json`` (``truth``; NaN refused)."""
     from .io import write_frame, write_log
 
     out_dir = Path(out_dir)
-    write_log(result.log, out_dir / "log.parquet")
-    write_frame(truth_trajectory_frame(result), out_dir / "truth_trajectory.parquet")
+    (log_writer or write_log)(log, out_dir / "log.parquet")
+    write_frame(trajectory, out_dir / "truth_trajectory.parquet")
     tmp = out_dir / ".truth.json.tmp"
-    tmp.write_text(json.dumps(result.truth, indent=1, allow_nan=False) + "\n")
+    tmp.write_text(json.dumps(truth, indent=1, allow_nan=False) + "\n")
     os.replace(tmp, out_dir / "truth.json")
 
 

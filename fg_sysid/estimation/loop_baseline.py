@@ -36,8 +36,8 @@ import pinocchio as pin
 
 from ..datasets.log import Log
 from ..robots import RobotModel
-from ..robots.loop_kinematics import ClosureKinematics
-from ..robots.looped import LoopDescription
+from ..robots.loop_kinematics import POINT_TYPES, ClosureKinematics
+from ..robots.loops import actuated_joints, actuation_of
 
 VELOCITY_SCALE = 0.05  # rad/s
 DEFAULT_CUTOFF_HZ = 10.0
@@ -82,7 +82,7 @@ def _central4(v: np.ndarray, dt: float) -> np.ndarray:
     return a
 
 
-def loop_states(robot: RobotModel, desc: LoopDescription, log: Log,
+def loop_states(robot: RobotModel, log: Log,
                 cutoff_hz: float | None = DEFAULT_CUTOFF_HZ, exact: bool = False) -> LoopStates:
     """Full (q, v, a) of all joints and the actuated efforts of ``log`` (module docstring pipeline).
 
@@ -90,7 +90,7 @@ def loop_states(robot: RobotModel, desc: LoopDescription, log: Log,
     The passive joints come from the closures; encoded passive joints only seed the IK.
     """
     names = list(robot.joint_names)
-    act_names = desc.actuated(names)
+    act_names = actuated_joints(robot)
     col = {j: i for i, j in enumerate(log.joint_names)}
     missing = [j for j in act_names if j not in col]
     if missing:
@@ -115,33 +115,21 @@ def loop_states(robot: RobotModel, desc: LoopDescription, log: Log,
         a_a = _butter(_central4(v_a, dt), cutoff_hz, rate)
         tau = _butter(tau_raw, cutoff_hz, rate)
 
-    ck = ClosureKinematics(robot.model, desc.loops)
+    ck = ClosureKinematics(robot.model, robot.loops, types=POINT_TYPES)
     iv = np.asarray(robot.joint_index_v(), int)
     iq = np.asarray(robot.joint_index_q(), int)
     act = [names.index(j) for j in act_names]
     dep = [i for i in range(len(names)) if i not in act]
-    ind = np.setdiff1d(np.arange(robot.nv), iv[dep])
-    pos = {int(c): i for i, c in enumerate(ind)}
-    cols_ind = [pos[int(iv[i])] for i in act]
     q = pin.neutral(robot.model)
     for j, c in col.items():  # seed with every encoder (passive encoded joints included)
         if j in names:
             q[iq[names.index(j)]] = log.q[0, c]
-    unenc = [iv[names.index(j)] for j in desc.unencoded if names.index(j) in dep]
+    unenc = [iv[names.index(j)] for j in actuation_of(robot).unencoded if names.index(j) in dep]
     q[iq[act]] = q_a[0]
     if unenc:  # first the unencoded joints with every encoder held, then all passive joints
         q = ck.solve_passive(q, unenc, max_iter=20, strict=False)
     N = len(t)
-    Q, V, A = np.empty((N, robot.model.nq)), np.empty((N, robot.nv)), np.empty((N, robot.nv))
-    for k in range(N):
-        q[iq[act]] = q_a[k]
-        q = ck.solve_passive(q, iv[dep])
-        v_ind = np.zeros(ind.size)
-        a_ind = np.zeros(ind.size)
-        v_ind[cols_ind] = v_a[k]
-        a_ind[cols_ind] = a_a[k]
-        Q[k] = q
-        V[k], A[k], _ = ck.complete(q, v_ind, a_ind, iv[dep])
+    Q, V, A = ck.closed_trajectory(q, q_a, v_a, a_a, iq[act], iv[act], iv[dep])
     edge = 0 if exact else min(N // 10, int(round(2.0 * rate / max(cutoff_hz or rate, 1e-9))) + 2)
     keep = np.zeros(N, bool)
     keep[edge:N - edge] = True
@@ -175,10 +163,10 @@ def full_regressor(robot: RobotModel, q, v, a, velocity_scale: float = VELOCITY_
     return np.hstack([Y, F])
 
 
-def constrained_regressor(robot: RobotModel, desc: LoopDescription, states: LoopStates,
+def constrained_regressor(robot: RobotModel, states: LoopStates,
                           rows=None, velocity_scale: float = VELOCITY_SCALE) -> np.ndarray:
     """Stacked Gᵀ W (paper 000 eqs. 27–28): (len(rows), n_a, n_p)."""
-    ck = ClosureKinematics(robot.model, desc.loops)
+    ck = ClosureKinematics(robot.model, robot.loops, types=POINT_TYPES)
     names = list(robot.joint_names)
     iv = np.asarray(robot.joint_index_v(), int)
     act = [names.index(j) for j in states.actuated]
@@ -186,17 +174,16 @@ def constrained_regressor(robot: RobotModel, desc: LoopDescription, states: Loop
     rows = np.arange(len(states.t)) if rows is None else np.asarray(rows)
     out = []
     for k in rows:
-        G, ind = ck.dependent_map(states.q[k], iv[dep])
-        pos = {int(c): i for i, c in enumerate(ind)}
+        G, cols = ck.actuated_map(states.q[k], iv[dep], iv[act])
         W = full_regressor(robot, states.q[k], states.v[k], states.a[k], velocity_scale)
-        out.append((G.T @ W)[[pos[int(iv[i])] for i in act]])
+        out.append((G.T @ W)[cols])
     return np.array(out)
 
 
-def predict_loop_efforts(robot: RobotModel, desc: LoopDescription, p, states: LoopStates,
+def predict_loop_efforts(robot: RobotModel, p, states: LoopStates,
                          velocity_scale: float = VELOCITY_SCALE) -> np.ndarray:
     """Actuated efforts (N, n_a) u = Gᵀ W p that parameters ``p`` (physical layout) predict."""
-    W = constrained_regressor(robot, desc, states, velocity_scale=velocity_scale)
+    W = constrained_regressor(robot, states, velocity_scale=velocity_scale)
     return W @ np.asarray(p, float)
 
 
@@ -224,12 +211,12 @@ class ConstraintEliminationLS:
         stride: use every ``stride``-th sample in the regression.
     """
 
-    def __init__(self, robot: RobotModel, desc: LoopDescription, identify: str = "all",
+    def __init__(self, robot: RobotModel, identify: str = "all",
                  cutoff_hz: float | None = DEFAULT_CUTOFF_HZ, prior_weight: float = 1e-6, stride: int = 1,
                  velocity_scale: float = VELOCITY_SCALE):
         if identify not in ("all", "motor"):
             raise LoopBaselineError(f"identify must be 'all' or 'motor', got {identify!r}")
-        self.robot, self.desc = robot, desc
+        self.robot = robot
         self.identify, self.cutoff_hz, self.prior_weight = identify, cutoff_hz, prior_weight
         self.stride, self.velocity_scale = int(stride), float(velocity_scale)
 
@@ -240,16 +227,16 @@ class ConstraintEliminationLS:
         if self.identify == "all":
             free[:nb10] = True
         for i, j in enumerate(r.joint_names):
-            if j not in self.desc.passive:
+            if j not in actuation_of(r).passive:
                 free[nb10 + 2 * i:nb10 + 2 * i + 2] = True
                 free[nb10 + 2 * n + i] = True
         return free
 
     def fit(self, log: Log, states: LoopStates | None = None, exact: bool = False) -> ConstraintEliminationLS:
         t0 = time.perf_counter()
-        st = states if states is not None else loop_states(self.robot, self.desc, log, self.cutoff_hz, exact)
+        st = states if states is not None else loop_states(self.robot, log, self.cutoff_hz, exact)
         rows = np.flatnonzero(st.keep)[:: max(1, self.stride)]
-        W = constrained_regressor(self.robot, self.desc, st, rows, self.velocity_scale)  # (K, n_a, n_p)
+        W = constrained_regressor(self.robot, st, rows, self.velocity_scale)  # (K, n_a, n_p)
         U = st.tau[rows]
         p0 = nominal_parameters(self.robot)
         free = self.free_mask()
@@ -281,7 +268,7 @@ class ConstraintEliminationLS:
         return self
 
     def predict(self, states: LoopStates) -> np.ndarray:
-        return predict_loop_efforts(self.robot, self.desc, self.result_.estimate, states, self.velocity_scale)
+        return predict_loop_efforts(self.robot, self.result_.estimate, states, self.velocity_scale)
 
 
 # ---------------------------------------------------------------------------------------------- reduced

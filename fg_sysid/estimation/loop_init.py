@@ -50,12 +50,9 @@ MAX_ROWS = 2000
 def states(smoother, log: Log) -> LoopStates:
     """The constraint-elimination pipeline's states of ``log`` (`loop_baseline.loop_states`, Butterworth
     ``DEFAULT_CUTOFF_HZ``), computed once per fit and kept on the smoother (``_loop_states``)."""
-    from ..robots.looped import LoopDescription
-
     st = getattr(smoother, "_loop_states", None)
     if st is None or st.t.shape[0] != log.n_samples:
-        desc = LoopDescription.from_robot(smoother.robot)
-        st = loop_states(smoother.robot, desc, log, DEFAULT_CUTOFF_HZ)
+        st = loop_states(smoother.robot, log, DEFAULT_CUTOFF_HZ)
         smoother._loop_states = st
     return st
 
@@ -215,12 +212,10 @@ def initial_parameters(smoother, log: Log, theta_bar: np.ndarray, theta_std: np.
     except (LoopBaselineError, ValueError, np.linalg.LinAlgError) as e:
         smoother._log(f"initial θ: constraint-elimination states unavailable ({e}); prior mean")
         return None
-    from ..robots.looped import LoopDescription
-
     rows = np.flatnonzero(st.keep)
     stride = max(1, -(-rows.size // MAX_ROWS)) if stride is None else max(1, int(stride))
     rows = rows[::stride]
-    W = constrained_regressor(robot, LoopDescription.from_robot(robot), st, rows,
+    W = constrained_regressor(robot, st, rows,
                               smoother.friction_velocity_scale)
     theta0 = linear_start(layout, W, st.tau[rows], theta_bar, theta_std, passive_mask(robot))
     theta, info = map_parameters(layout, W, st.tau[rows], theta_bar, theta_std, theta0=theta0, reweight=1)

@@ -31,7 +31,6 @@ thigh's y axis); lengths in m, masses in kg, inertias in kg·m² about the COM i
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -61,79 +60,8 @@ FOURBAR_EFFORT = 20.0
 
 
 class LoopRobotError(ValueError):
-    """Unknown looped robot or malformed ``loops``/``actuation`` keys."""
-
-
-# --------------------------------------------------------------------------------------- loop description
-@dataclass(frozen=True)
-class Loop:
-    """One closure: ``frames`` (two frames of the tree that coincide), ``type`` (point3d | 6d | planar)
-    and, for planar closures, ``axis`` (x | y | z of the first frame: the plane normal)."""
-
-    name: str
-    frames: tuple[str, str]
-    type: str = "point3d"
-    axis: str | None = None
-
-
-@dataclass(frozen=True)
-class LoopDescription:
-    """The ``loops`` and ``actuation`` keys of a spec (format agreed with the estimator side).
-
-    ``gear_ratios`` maps actuated joints to N (joint torque = N · motor torque); ``passive`` joints carry
-    no motor (generalized force 0); ``unencoded`` joints have no encoder column in a log.
-    """
-
-    loops: tuple[Loop, ...]
-    gear_ratios: dict
-    passive: tuple[str, ...]
-    unencoded: tuple[str, ...]
-
-    @classmethod
-    def from_dict(cls, data: dict, joint_names, src: str = "spec") -> LoopDescription:
-        loops = []
-        for i, lp in enumerate(data.get("loops") or []):
-            if not isinstance(lp, dict) or "frames" not in lp:
-                raise LoopRobotError(f"{src}: loops[{i}] must be a mapping with 'frames'")
-            frames = tuple(lp["frames"])
-            typ = lp.get("type", "point3d")
-            if len(frames) != 2 or typ not in ("point3d", "6d", "planar"):
-                raise LoopRobotError(f"{src}: loops[{i}]: two frames and type point3d|6d|planar expected, "
-                                     f"got {frames}, {typ!r}")
-            axis = lp.get("axis")
-            if typ == "planar" and axis not in ("x", "y", "z"):
-                raise LoopRobotError(f"{src}: loops[{i}] ({lp.get('name')}): planar needs axis x|y|z")
-            loops.append(Loop(str(lp.get("name", f"loop{i}")), frames, typ, axis))
-        act = data.get("actuation") or {}
-        names = set(joint_names)
-        passive = tuple(act.get("passive") or ())
-        unencoded = tuple(act.get("unencoded") or ())
-        gears = dict(act.get("gear_ratios") or {})
-        for what, js in (("passive", passive), ("unencoded", unencoded), ("gear_ratios", gears)):
-            bad = [j for j in js if j not in names]
-            if bad:
-                raise LoopRobotError(f"{src}: actuation.{what}: unknown joint(s) {bad}")
-        return cls(tuple(loops), gears, passive, unencoded)
-
-    @classmethod
-    def from_robot(cls, robot) -> LoopDescription:
-        """The description of a `RobotModel` that carries ``loops`` / ``actuation`` (spec or MJCF input)."""
-        act = robot.actuation
-        data = {"loops": [{"name": lp.name, "frames": list(lp.frames), "type": lp.type, "axis": lp.axis}
-                          for lp in robot.loops],
-                "actuation": {} if act is None else {"gear_ratios": dict(act.gear_ratios),
-                                                     "passive": list(act.passive),
-                                                     "unencoded": list(act.unencoded)}}
-        return cls.from_dict(data, robot.joint_names, robot.name)
-
-    def actuated(self, joint_names) -> list[str]:
-        return [j for j in joint_names if j not in self.passive]
-
-    def encoded(self, joint_names) -> list[str]:
-        return [j for j in joint_names if j not in self.unencoded]
-
-    def gear(self, joint: str) -> float:
-        return float(self.gear_ratios.get(joint, 1.0))
+    """Unknown looped robot or missing spec file (malformed ``loops``/``actuation`` keys are spec errors,
+    `fg_sysid.robots.loops.parse_loops`)."""
 
 
 # ------------------------------------------------------------------------------------------- geometry
@@ -342,15 +270,9 @@ def loop_robot_path(name: str) -> Path:
 
 
 def load_loop_robot(name: str, **kwargs):
-    """``(RobotModel of the tree, LoopDescription)`` of a looped robot name or spec YAML.
-
-    The ``loops``/``actuation`` keys are parsed here (`LoopDescription`); the rest of the spec goes
-    through `RobotSpec` (so this works whether or not the spec parser knows the loop keys).
-    """
+    """The `RobotModel` (tree + ``loops`` + ``actuation``, `fg_sysid.robots.loops`) of a looped robot name
+    or spec YAML; ``kwargs`` go to `RobotSpec.build`."""
     from .spec import RobotSpec
 
     path = loop_robot_path(name)
-    data = yaml.safe_load(path.read_text()) or {}
-    rest = {k: v for k, v in data.items() if k not in ("loops", "actuation")}
-    robot = RobotSpec.from_dict(rest, path=path).build(**kwargs)
-    return robot, LoopDescription.from_dict(data, robot.joint_names, src=str(path))
+    return RobotSpec.from_dict(yaml.safe_load(path.read_text()) or {}, path=path).build(**kwargs)

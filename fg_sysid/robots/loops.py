@@ -14,8 +14,9 @@ Closure types (rows of the position-level residual):
   in-plane components of R_aᵀ(p_b − p_a) [m] (2 rows; enough for revolute four-bars whose joint axes are
   all parallel to ``axis``).
 
-The residuals and Jacobians are in `fg_sysid.factors.loops`; the spec keys in `fg_sysid.robots.spec`
-(``loops:``, ``actuation:``; docs/robot-spec.md).
+The closure kinematics (residuals, Jacobians, closure IK) are in `fg_sysid.robots.loop_kinematics`,
+the closure forces' generalized force for the estimators in `fg_sysid.factors.loops`; the spec keys in
+`fg_sysid.robots.spec` (``loops:``, ``actuation:``; docs/robot-spec.md).
 """
 
 from __future__ import annotations
@@ -160,6 +161,12 @@ def loop_problems(robot, who: str) -> list[str]:
 def actuation_of(robot) -> Actuation:
     """The robot's `Actuation` (every joint actuated, gear 1, encoded when none is declared)."""
     return robot.actuation if robot.actuation is not None else Actuation()
+
+
+def actuated_joints(robot) -> list[str]:
+    """Names of the joints that carry a motor (not passive), ``joint_names`` order."""
+    act = actuation_of(robot)
+    return [j for j in robot.joint_names if act.is_actuated(j)]
 
 
 def passive_mask(robot) -> np.ndarray:
