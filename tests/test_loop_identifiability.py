@@ -86,7 +86,7 @@ def test_reflection_coefficients_against_the_constrained_regressor(b1):
 def test_verdicts_name_the_pin_and_the_number(b1):
     robot_l, _, st, sim = b1
     p = sim.truth["parameters"]
-    est = {n: p[n] for n in parameter_names(load_loop_robot("b1_leg_fourbar")[0])}
+    est = {n: p[n] for n in parameter_names(load_loop_robot("b1_leg_fourbar"))}
     free = li.summary_records(robot_l, st.q, st.v, st.a, 0.01, est, {})[0]
     assert free["fv"]["verdict"].startswith("unidentifiable")
     assert "FL_rod_joint.fv" in free["fv"]["verdict"] and "%" in free["fv"]["verdict"]
