@@ -9,8 +9,9 @@ and the **true** parameters, with Ŵ from the noisy log by each quadrature of `i
 `input_work_std` (per-row std, ``long_run=False``, and the long-run share, ``long_run=True``). Printed per
 quadrature (means over seeds):
 
-* ``bias/σ``: mean of the residual with the *noise-free* Ŵ, in units of the per-row σ (a one-signed error
-  adds up over the log), and ``log bias/σ_sum``: its sum over the whole log in units of the std of the sum;
+* ``bias/σ``, ``bias RMS/σ``: mean and RMS of the residual with the *noise-free* Ŵ, in units of the per-row
+  σ (a one-signed error adds up over the log), and ``log bias/σ_sum``: its sum over the whole log in units
+  of the std of the sum;
 * ``row RMS``: RMS of the whitened rows (per-row σ) — 1 when the per-row σ is right;
 * ``lag-1``: correlation of consecutive rows' noise (shared boundary samples);
 * ``sum RMS (ind / lr)``: RMS of sums of 50 consecutive rows (0.1 s) whitened by the root of the sum of their
@@ -67,6 +68,7 @@ def analyse(robot, seed, duration, noise, rate=500.0, vs_true=0.02, sum_rows=50)
         rows.append({
             "seed": seed, "quadrature": quad,
             "bias/σ": float(np.mean(bias / s_ind)),
+            "bias RMS/σ": float(np.sqrt(np.mean((bias / s_ind) ** 2))),
             "log bias/σ_sum": float(np.sum(bias) / np.sqrt(np.sum(s_lr ** 2))),
             "row RMS": float(np.sqrt(np.mean((r / s_ind) ** 2))),
             "row RMS (lr σ)": float(np.sqrt(np.mean((r / s_lr) ** 2))),
@@ -75,7 +77,7 @@ def analyse(robot, seed, duration, noise, rate=500.0, vs_true=0.02, sum_rows=50)
                                                    / window_sums(s_ind ** 2, sum_rows)))),
             "sum RMS (lr)": float(np.sqrt(np.mean(window_sums(r, sum_rows) ** 2
                                                   / window_sums(s_lr ** 2, sum_rows)))),
-            "median σ_row [J]": float(np.median(s_ind)),
+            "median σ_row [mJ]": float(1e3 * np.median(s_ind)),
         })
     return rows
 

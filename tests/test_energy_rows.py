@@ -99,5 +99,12 @@ def test_hold_noise_formula_and_long_run_share_match_monte_carlo():
         s = draws[:, a:a + k].sum(1).std()
         assert s / np.sqrt(np.sum(lr[a:a + k] ** 2)) == pytest.approx(1.0, abs=0.08)
         assert s / np.sqrt(np.sum(own[a:a + k] ** 2)) > 1.15
+    # windows of several samples (a knot stride > 1): own stds and the long-run shares of their sum
+    wa, wb = t[[0, 10, 40]], t[[10, 40, 100]]
+    dw = np.array([input_work(t, v + sv * rng.standard_normal(v.shape), tau + st * rng.standard_normal(
+        tau.shape), wa, wb) for _ in range(3000)]) - input_work(t, v, tau, wa, wb)
+    assert np.allclose(dw.std(0) / input_work_std(t, v, tau, wa, wb, sv, st, long_run=False), 1.0, atol=0.06)
+    assert dw.sum(1).std() / np.sqrt(np.sum(input_work_std(t, v, tau, wa, wb, sv, st) ** 2)) == \
+        pytest.approx(1.0, abs=0.06)
     with pytest.raises(ValueError, match="unknown work quadrature 'simpson'"):
         input_work(t, v, tau, ta, tb, quadrature="simpson")
