@@ -13,8 +13,11 @@ is paper 004 eq. 63 (y_E − ŷ_E) with
   ``K_arm = ½ Σ_j armature_j v_j²`` of the actuated joints;
 * friction dissipation ``W_f = ∫ vᵀ τ_f(v; θ_f) dt`` (eq. 63's T_f) by the trapezoid rule over the
   window's knots (so ``W_f ≥ 0`` for any friction model whose force opposes motion);
-* measured input work ``Ŵ_in = ∫ v̂ᵀ τ̂ dt`` (eq. 63's ŷ_E) by the trapezoid rule over the *log samples*
-  between ``t_a`` and ``t_b`` (`input_work`); it is data, not a function of the states.
+* measured input work ``Ŵ_in = ∫ v̂ᵀ τ̂ dt`` (eq. 63's ŷ_E) over the *log samples* between ``t_a`` and
+  ``t_b`` (`input_work`); it is data, not a function of the states. By default (``quadrature="hold"``)
+  each logged effort is the command held over the following sample interval, ``Σ τ̂_iᵀ ½Δt (v̂_i + v̂_{i+1})``
+  (exact for the `fg_sysid.datasets.simulate` logs and digital controllers); ``"trapezoid"`` is the paper's
+  rule for efforts that vary smoothly between samples.
 
 Jacobians (tangent perturbations ``q ⊕ δq`` as everywhere in fg-sysid, v, and the unconstrained θ):
 
@@ -32,13 +35,18 @@ zero too). Windows that contain a touchdown (impact losses, a foot that still sl
 violate this assumption: leave them out (`stance_constant_windows`).
 
 Noise level. With independent zero-mean noise of std σ_τ on τ̂ and σ_v on v̂ (per joint and sample),
-the trapezoid sum ``Ŵ = Σ_i w_i Σ_j v̂_ij τ̂_ij`` has variance (product of independent Gaussians,
-``var(xy) = μ_x² σ_y² + μ_y² σ_x² + σ_x² σ_y²``)
+products of independent Gaussians have ``var(xy) = μ_x² σ_y² + μ_y² σ_x² + σ_x² σ_y²`` (measured values in
+place of the true ones, `input_work_std`):
 
-    σ_W² = Σ_i w_i² Σ_j (v_ij² σ_τ² + τ_ij² σ_v² + σ_v² σ_τ²)
+    hold:      σ_W² = Σ_i Σ_j [(½Δt_i (v_ij + v_(i+1)j))² σ_τ² + ½ Δt_i² σ_v² σ_τ²] + Σ_samples Σ_j g_ij² σ_v²
+               g_i = ½Δt_(i−1) τ_(i−1) + ½Δt_i τ_i  (velocity noise of sample i, shared by two intervals)
+    trapezoid: σ_W² = Σ_i c_i² Σ_j (v_ij² σ_τ² + τ_ij² σ_v² + σ_v² σ_τ²)
 
-evaluated with the measured values in place of the true ones (`input_work_std`). State noise does not
-enter: in the factor graph the states are variables whose uncertainty the other factors carry.
+Consecutive windows share their boundary sample (row correlation ≈ 0.5 for one-interval windows on an arm,
+where |τ| σ_v dominates); by default (``long_run=True``) each window is charged half of a shared sample's
+variance with its full coefficient, so that the independent rows of the factor graph carry the information
+of the window *sums* (the long-run variance), not twice as much. State noise does not enter: in the factor
+graph the states are variables whose uncertainty the other factors carry.
 """
 
 from __future__ import annotations
@@ -53,6 +61,8 @@ from .inverse_dynamics import LayoutModel
 from .manifold import ConfigurationSpace
 
 __all__ = [
+    "DEFAULT_WORK_QUADRATURE",
+    "WORK_QUADRATURES",
     "EnergyLinearization",
     "EnergyResidual",
     "input_power",
@@ -65,6 +75,12 @@ __all__ = [
 
 
 # ---------------------------------------------------------------------------------------------- measured work
+#: Quadratures of the measured input work (`input_work`); the default, "hold", takes a logged effort as the
+#: command held over the following sample interval (the project's log convention, see `input_work`).
+WORK_QUADRATURES = ("hold", "trapezoid", "zoh")
+DEFAULT_WORK_QUADRATURE = "hold"
+
+
 def _check_efforts(tau: np.ndarray, joint_names) -> None:
     cols = np.asarray(tau, float).T
     bad = [j for j, col in zip(joint_names, cols, strict=True) if np.any(~np.isfinite(col))]
@@ -100,7 +116,7 @@ def _sample_ranges(t: np.ndarray, t_a: np.ndarray, t_b: np.ndarray):
 
 
 def input_work(t: np.ndarray, v_meas: np.ndarray, tau_meas: np.ndarray, t_a, t_b,
-               joint_names=None, quadrature: str = "trapezoid",
+               joint_names=None, quadrature: str = DEFAULT_WORK_QUADRATURE,
                q_meas: np.ndarray | None = None) -> np.ndarray:
     """Measured input work ``Ŵ = ∫_{t_a}^{t_b} v̂ᵀ τ̂ dt`` [J] per window.
 
@@ -108,11 +124,20 @@ def input_work(t: np.ndarray, v_meas: np.ndarray, tau_meas: np.ndarray, t_a, t_b
     efforts [N·m | N]; ``t_a``, ``t_b`` (W,) window bounds, which must be sample instants (knots sit on
     samples). Raises ValueError when an effort is missing (NaN): its work would be unknown.
 
-    ``quadrature``: ``"trapezoid"`` (eq. 63's ŷ_E: ``Σ ½ Δt (P̂_i + P̂_{i+1})``, ``P̂ = v̂ᵀτ̂``) or ``"zoh"``
-    for efforts held constant over each sample interval (sampled commands, as `fg_sysid.datasets.simulate`
-    logs them): ``Σ τ̂_iᵀ (q̂_{i+1} − q̂_i)``, exact for held efforts, from the joint positions ``q_meas``
-    (N, n_joints) of 1-DoF joints. The trapezoid rule is biased by ``O(Δt · τ̇ᵀ v)`` on held efforts
-    (0.3 % of the work on a 500 Hz z1 log).
+    ``quadrature`` (the effort's time convention between samples):
+
+    * ``"hold"`` (default, `DEFAULT_WORK_QUADRATURE`): the logged effort τ̂_i is the command applied over
+      ``[t_i, t_{i+1})`` (zero-order hold: a digital controller, every `fg_sysid.datasets.simulate` log;
+      the convention of `factors.momentum.window_balance`'s ``tau_rule="euler"`` and of energy-ls), so
+      ``Ŵ = Σ_i τ̂_iᵀ ∫ v dt = Σ_i τ̂_iᵀ ½ Δt_i (v̂_i + v̂_{i+1})`` — exact for held efforts up to the
+      trapezoid error of ∫ v dt, O(Δt³ v̈);
+    * ``"trapezoid"``: eq. 63's ŷ_E, ``Σ ½ Δt (P̂_i + P̂_{i+1})``, ``P̂ = v̂ᵀτ̂``, for an effort that varies
+      smoothly between samples (a sampled torque sensor). On held efforts it is biased by
+      ``−½ Σ Δt (τ_{i+1} − τ_i)ᵀ v_{i+1}`` (0.3 % of the work on a 500 Hz z1 log, one-signed: it adds up
+      over the log to ~4 σ of the total work's noise, benchmarks.md);
+    * ``"zoh"``: ``Σ τ̂_iᵀ (q̂_{i+1} − q̂_i)`` for held efforts from the joint positions ``q_meas`` (N,
+      n_joints) of 1-DoF joints: exact without noise, but over one sample interval the position noise
+      swamps Δq (use it over long windows, as energy-ls does).
     """
     tau_meas = np.asarray(tau_meas, float)
     _check_efforts(tau_meas, joint_names or [f"#{j}" for j in range(tau_meas.shape[1])])
@@ -120,27 +145,40 @@ def input_work(t: np.ndarray, v_meas: np.ndarray, tau_meas: np.ndarray, t_a, t_b
     if quadrature == "trapezoid":
         P = input_power(v_meas, tau_meas)
         inc = 0.5 * np.diff(t) * (P[1:] + P[:-1])
+    elif quadrature == "hold":
+        v = np.asarray(v_meas, float)
+        inc = np.einsum("ij,ij->i", tau_meas[:-1], 0.5 * np.diff(t)[:, None] * (v[:-1] + v[1:]))
     elif quadrature == "zoh":
         if q_meas is None:
             raise ValueError("zoh quadrature of the input work needs the joint positions q_meas")
         inc = np.einsum("ij,ij->i", tau_meas[:-1], np.diff(np.asarray(q_meas, float), axis=0))
     else:
-        raise ValueError(f"unknown work quadrature {quadrature!r}; choices: trapezoid, zoh")
+        raise ValueError(f"unknown work quadrature {quadrature!r}; choices: {', '.join(WORK_QUADRATURES)}")
     cum = np.concatenate([[0.0], np.cumsum(inc)])
     ia, ib = _sample_ranges(t, t_a, t_b)
     return cum[ib] - cum[ia]
 
 
 def input_work_std(t: np.ndarray, v_meas: np.ndarray, tau_meas: np.ndarray, t_a, t_b,
-                   sigma_v, sigma_tau, quadrature: str = "trapezoid", q_meas: np.ndarray | None = None,
-                   sigma_q=0.0) -> np.ndarray:
-    """Std [J] of `input_work` per window from the sensor noise (module docstring formula).
+                   sigma_v, sigma_tau, quadrature: str = DEFAULT_WORK_QUADRATURE,
+                   q_meas: np.ndarray | None = None, sigma_q=0.0, long_run: bool = True) -> np.ndarray:
+    """Std [J] of `input_work` per window from the sensor noise (module docstring formulas).
 
-    ``sigma_v`` [rad/s], ``sigma_tau`` [N·m], ``sigma_q`` [rad]: scalars or per joint (n_joints,).
-    Trapezoid: ``σ_W² = Σ_i c_i² Σ_j (v_ij² σ_τ² + τ_ij² σ_v² + σ_v² σ_τ²)``. ZOH
-    (``Σ_i τ_iᵀ Δq_i``, summation by parts): ``σ_W² = Σ_j [σ_τ² Σ_i Δq_ij² + σ_q² (τ_aj² + τ_(b−1)j²
-    + Σ_(a<i<b) (τ_ij − τ_(i−1)j)²) + 2 n_steps σ_q² σ_τ²]`` — smooth efforts make the position noise
-    nearly cancel.
+    ``sigma_v`` [rad/s], ``sigma_tau`` [N·m], ``sigma_q`` [rad]: scalars or per joint (n_joints,); the
+    other arguments as `input_work`. Independent zero-mean noise per joint and sample; the products'
+    variances use ``var(xy) = μ_x²σ_y² + μ_y²σ_x² + σ_x²σ_y²`` with the measured values for the means.
+
+    Consecutive windows share their boundary sample, so their errors are correlated (correlation ≈ 0.5 for
+    one-interval windows, whose noise is mostly the boundary samples' velocity noise). ``long_run=False``
+    gives each window's own std. ``long_run=True`` (default) gives each window its share of the variance of
+    a sum of consecutive windows: a boundary sample's noise enters that sum with its full coefficient
+    (both neighbours' weights added), and each of the two windows is charged half of it. Whitened this way,
+    independent rows carry exactly the information that the sum of the windows has — the long-run variance
+    (spectral density at frequency 0) of the correlated row sequence — instead of twice as much, while each
+    row on its own is whitened to a std of ≈ 0.7 instead of 1. Samples at the ends of the log belong to one
+    window only and are charged in full. (For ``zoh`` the shared position noise *cancels* in a sum — it
+    telescopes, correlation ≈ −0.5 — and the window ends dominate: ``long_run`` does not apply, each
+    window's own std is returned, conservative for sums.)
     """
     t = np.asarray(t, float)
     v = np.asarray(v_meas, float)
@@ -150,22 +188,67 @@ def input_work_std(t: np.ndarray, v_meas: np.ndarray, tau_meas: np.ndarray, t_a,
     st = np.broadcast_to(np.asarray(sigma_tau, float), (nj,))
     sq = np.broadcast_to(np.asarray(sigma_q, float), (nj,))
     ia, ib = _sample_ranges(t, t_a, t_b)
-    out = np.empty(ia.size)
+    h = np.diff(t)
+    n = t.size
     if quadrature == "zoh":
         if q_meas is None:
             raise ValueError("zoh quadrature of the input work needs the joint positions q_meas")
         dq = np.diff(np.asarray(q_meas, float), axis=0)
-        for w, (a, b) in enumerate(zip(ia, ib, strict=True)):
-            var_tau = np.sum(dq[a:b] ** 2, axis=0) * st ** 2
-            dtau = np.diff(tau[a:b], axis=0)
-            var_q = (tau[a] ** 2 + tau[b - 1] ** 2 + np.sum(dtau ** 2, axis=0)) * sq ** 2
-            out[w] = np.sqrt(np.sum(var_tau + var_q + 2 * (b - a) * sq ** 2 * st ** 2))
-        return out
-    per_sample = (v ** 2) @ (st ** 2) + (tau ** 2) @ (sv ** 2) + float(np.sum(sv ** 2 * st ** 2))
+        # per interval k: effort noise × Δq_k and the product of the two noises
+        per_interval = (dq ** 2) @ (st ** 2) + 2.0 * float(np.sum(sq ** 2 * st ** 2))
+        # position noise of sample i enters Σ τ_kᵀΔq_k with coefficient τ_(i−1) − τ_i (summation by parts)
+        g_full = np.zeros_like(tau)
+        g_full[1:] += tau[:-1]
+        g_full[:-1] -= tau[:-1]
+
+        def g_start(i):  # window starting at sample i: −τ_i
+            return -tau[i]
+
+        def g_end(i):  # window ending at sample i: +τ_(i−1)
+            return tau[i - 1]
+        sd = sq
+    elif quadrature == "hold":
+        per_interval = ((0.5 * h[:, None] * (v[:-1] + v[1:])) ** 2) @ (st ** 2) \
+            + 0.5 * h ** 2 * float(np.sum(sv ** 2 * st ** 2))
+        # velocity noise of sample i enters with coefficient ½ h_(i−1) τ_(i−1) + ½ h_i τ_i
+        half = 0.5 * h[:, None] * tau[:-1]
+        g_full = np.zeros_like(tau)
+        g_full[:-1] += half
+        g_full[1:] += half
+
+        def g_start(i):
+            return half[i]
+
+        def g_end(i):
+            return half[i - 1]
+        sd = sv
+    elif quadrature == "trapezoid":
+        per_sample = (v ** 2) @ (st ** 2) + (tau ** 2) @ (sv ** 2) + float(np.sum(sv ** 2 * st ** 2))
+        c_full = np.zeros(n)
+        c_full[:-1] += 0.5 * h
+        c_full[1:] += 0.5 * h
+        per_interval = np.zeros(n - 1)
+        g_full = np.sqrt(per_sample)[:, None] * c_full[:, None]  # (N, 1): "coefficient × std" per sample
+
+        def g_start(i):
+            return np.atleast_1d(0.5 * h[i] * np.sqrt(per_sample[i]))
+
+        def g_end(i):
+            return np.atleast_1d(0.5 * h[i - 1] * np.sqrt(per_sample[i]))
+        sd = np.ones(1)
+    else:
+        raise ValueError(f"unknown work quadrature {quadrature!r}; choices: {', '.join(WORK_QUADRATURES)}")
+    interval_cum = np.concatenate([[0.0], np.cumsum(per_interval)])
+    sample_var = (g_full ** 2) @ (sd ** 2)  # (N,) full-sum coefficient² × noise variance
+    sample_cum = np.concatenate([[0.0], np.cumsum(sample_var)])
+    var = interval_cum[ib] - interval_cum[ia]
+    var += np.maximum(sample_cum[ib] - sample_cum[ia + 1], 0.0)  # interior samples a < i < b
     for w, (a, b) in enumerate(zip(ia, ib, strict=True)):
-        c = trapezoid_weights(t[a:b + 1])
-        out[w] = np.sqrt(np.sum(c ** 2 * per_sample[a:b + 1]))
-    return out
+        if long_run and quadrature != "zoh":
+            var[w] += (1.0 if a == 0 else 0.5) * sample_var[a] + (1.0 if b == n - 1 else 0.5) * sample_var[b]
+        else:
+            var[w] += float(g_start(a) ** 2 @ sd ** 2) + float(g_end(b) ** 2 @ sd ** 2)
+    return np.sqrt(var)
 
 
 def interval_windows(n_knots: int, length: int = 1, stride: int | None = None) -> np.ndarray:
