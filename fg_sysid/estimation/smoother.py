@@ -469,9 +469,10 @@ class JointSmoother:
 
     def _energy_term(self, problem: Problem, noise: NoiseLevels, keep=None):
         """`terms.energy` over every knot interval (``keep`` (N−1,) 0/1: only where 1): measured input work
-        between the knots (trapezoid over the log samples) and its std from the effort and velocity noise
-        (`factors.energy.input_work_std`; without logged velocities those of the initial SG filter, with
-        their high-frequency noise)."""
+        between the knots over the log samples, each effort held until the next sample
+        (`factors.energy.DEFAULT_WORK_QUADRATURE`), and its std from the effort and velocity noise, rows
+        sharing a boundary sample each charged half its variance (`factors.energy.input_work_std`; without
+        logged velocities those of the initial SG filter, with their high-frequency noise)."""
         from ..factors.energy import EnergyResidual, input_work, input_work_std
 
         t_log, v_log, tau_log, logged_v = self._energy_log
