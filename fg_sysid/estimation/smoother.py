@@ -98,6 +98,9 @@ class JointSmoother:
             when that is smaller (issue 9, `process_noise`); False = the fraction alone (before issue 9).
         extra_terms: callables ``(problem, smoother) -> problem.Term`` adding the user's own factor terms
             (e.g. motion-capture positions at some knots; ``smoother.knot_times_`` holds the knot times).
+        process_motion_scale: scale the process noise by the *motion's* RMS acceleration, the position
+            noise's share removed (issue 12, `acceleration_scale`); False = the RMS of the initial SG
+            accelerations, noise included (before issue 12: ~1000x too loose at σ_q = 0.1 rad).
         verbose: print one line per iteration to stderr.
     """
 
@@ -110,7 +113,8 @@ class JointSmoother:
                  fit_friction: bool = True, fit_armature: bool = True,
                  energy: bool = False, extra_terms=(), verbose: bool = False, dynamics: str = "inverse",
                  fit_actuation=(), gain_prior_std: float = 0.1, offset_prior_relative: float = 0.1,
-                 process_from_log: bool = True):
+                 process_from_log: bool = True,
+                 process_motion_scale: bool = True):
         self.robot = robot
         self.inertia = inertia
         self.friction = friction
@@ -138,6 +142,7 @@ class JointSmoother:
         self.gain_prior_std = gain_prior_std
         self.offset_prior_relative = offset_prior_relative
         self.process_from_log = process_from_log  # issue 9
+        self.process_motion_scale = process_motion_scale  # issue 12
 
     # ------------------------------------------------------------------ public
     def fit(self, log: Log) -> JointSmoother:
@@ -346,8 +351,10 @@ class JointSmoother:
         h = float(np.median(self._h))
         if self.sigma_process is None:
             a_rms = np.sqrt(np.mean(a0 ** 2, axis=0))
-            spv = np.maximum(self.process_fraction * a_rms, 1e-3) * h
             src["process"] = f"{self.process_fraction:g} x the RMS acceleration per step"
+            if self.process_motion_scale:  # issue 12: the motion's RMS acceleration, not the noise's
+                a_rms, src["process"] = self._motion_acceleration_rms(log, sq, a_rms, src["process"])
+            spv = np.maximum(self.process_fraction * a_rms, 1e-3) * h
             if self.process_from_log and log.v is not None:  # issue 9: `process_noise`
                 spv, src["process"] = process_velocity_std(spv, np.asarray(log.v, float)[idx])
         else:
@@ -355,6 +362,22 @@ class JointSmoother:
             src["process"] = "given"
         spq = spv * h
         return NoiseLevels(sq, sv, st, spq, spv, src, np.nan_to_num(tau_rms, nan=1.0), tau_cap)
+
+    def _motion_acceleration_rms(self, log: Log, sigma_q, a_rms, source: str):
+        """Per joint RMS acceleration of the logged motion without the position noise's share
+        (`acceleration_scale.signal_acceleration_rms`, from the initial SG window); the historic ``a_rms``
+        (the initial accelerations' RMS) where it is not finite or smaller. Sets ``acceleration_scale_``."""
+        from .acceleration_scale import signal_acceleration_rms
+
+        q = np.asarray(log.q, float)
+        if not np.all(np.isfinite(q)):
+            self.acceleration_scale_ = None
+            return a_rms, source
+        s, rec = signal_acceleration_rms(log.t, q, sigma_q, self.init_filter_["window_s"],
+                                         self.init_filter_["polyorder"])
+        self.acceleration_scale_ = {**rec, "rms": s.tolist(), "filtered_rms": np.asarray(a_rms).tolist()}
+        s = np.where(np.isfinite(s), np.minimum(s, a_rms), a_rms)
+        return s, source.replace("the RMS acceleration", "the motion's RMS acceleration (noise removed)")
 
     # ------------------------------------------------------------------ problem
     def _build_problem(self, noise: NoiseLevels) -> Problem:
