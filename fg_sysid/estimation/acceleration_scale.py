@@ -13,7 +13,9 @@ the integration factors no longer linked v and a to q, the knot accelerations ab
 
 The SG second derivative is linear in q: for i.i.d. position noise of std σ_q its noise has std
 ``n_w = σ_q · ‖c_w‖`` at interior samples, ``c_w`` the filter's coefficients for window w (including the
-1/h² of the derivative; `scipy.signal.savgol_coeffs`). Noise and motion are uncorrelated, so
+1/h² of the derivative; `scipy.signal.savgol_coeffs`; the log's first and last w/2 samples, fitted by one
+polynomial each, have a larger gain: n_w slightly underestimates their noise). Noise and motion are
+uncorrelated, so
 
     RMS(a_w)² ≈ s_w² + n_w²,     s_w = RMS of the smoothed *motion's* acceleration.
 
@@ -89,8 +91,7 @@ def signal_acceleration_rms(t: np.ndarray, q: np.ndarray, sigma_q, window_s: flo
             chosen[todo] = 0.0
             break
         a = savgol_filter(q[:, todo], w, polyorder, deriv=2, delta=dt, axis=0)
-        edge = min(w // 2, (n - 1) // 4)  # interior samples: the noise gain below holds there
-        tot2 = np.mean(a[edge:n - edge] ** 2, axis=0)
+        tot2 = np.mean(a ** 2, axis=0)  # every sample, as the historic rule (motion at the log's ends counts)
         nw = sq[todo] * savgol_acceleration_noise_gain(w, polyorder, dt)
         s = np.sqrt(np.maximum(tot2 - nw ** 2, 0.0))
         ok = nw <= s / snr
