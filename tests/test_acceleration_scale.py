@@ -14,7 +14,11 @@ import pytest
 from scipy.signal import savgol_filter
 
 from fg_sysid.datasets.simulate import simulate
-from fg_sysid.estimation.acceleration_scale import savgol_acceleration_noise_gain, signal_acceleration_rms
+from fg_sysid.estimation.acceleration_scale import (
+    motion_acceleration_scale,
+    savgol_acceleration_noise_gain,
+    signal_acceleration_rms,
+)
 from fg_sysid.estimation.noise import savgol_derivatives
 from fg_sysid.estimation.smoother import JointSmoother
 from fg_sysid.robots import load_robot
@@ -60,6 +64,24 @@ def test_noise_free_log_keeps_the_filtered_rms():
     est, rec = signal_acceleration_rms(t, q, 0.0, 0.05, 3)
     np.testing.assert_allclose(est, plain, rtol=1e-12)
     np.testing.assert_allclose(rec["window_s"], 0.05 + DT / 2, atol=DT)
+
+
+def test_the_smoothers_scale_replaces_only_gross_errors():
+    """`motion_acceleration_scale`: at σ_q = 0.1 with a 34 ms window (filtered RMS > 100x the motion's) the
+    motion's RMS replaces it; at σ_q = 1e-3 with the same window (filtered RMS a few times the motion's)
+    the filtered RMS stays (the historic rule; a real log's high-frequency content is not all noise)."""
+    t, q0, rms = _sines()
+    rng = np.random.default_rng(3)
+    for sigma, replaced in ((0.1, True), (1e-3, False)):
+        q = q0 + rng.normal(0.0, sigma, q0.shape)
+        plain = np.sqrt(np.mean(savgol_derivatives(t, q, 0.034, 4)[2] ** 2, axis=0))
+        est, rec = motion_acceleration_scale(plain, t, q, sigma, 0.034, 4)
+        assert rec["replaced"] == [replaced] * 3, (sigma, rec["replaced"], plain / rms)
+        if replaced:
+            np.testing.assert_allclose(est, rms, rtol=0.1)
+        else:
+            np.testing.assert_array_equal(est, plain)
+            assert np.all(plain > 1.2 * rms)  # noisy, but not grossly: left alone
 
 
 def test_a_joint_that_does_not_move_gets_a_finite_bound():

@@ -98,9 +98,10 @@ class JointSmoother:
             when that is smaller (issue 9, `process_noise`); False = the fraction alone (before issue 9).
         extra_terms: callables ``(problem, smoother) -> problem.Term`` adding the user's own factor terms
             (e.g. motion-capture positions at some knots; ``smoother.knot_times_`` holds the knot times).
-        process_motion_scale: scale the process noise by the *motion's* RMS acceleration, the position
-            noise's share removed (issue 12, `acceleration_scale`); False = the RMS of the initial SG
-            accelerations, noise included (before issue 12: ~1000x too loose at σ_q = 0.1 rad).
+        process_motion_scale: where the position noise makes the initial SG accelerations' RMS > 10x the
+            motion's, scale the process noise by the motion's RMS acceleration instead (issue 12,
+            `acceleration_scale`); False = the initial accelerations' RMS always (before issue 12; ~1000x
+            too loose on the Z1 at σ_q = 0.1 rad).
         verbose: print one line per iteration to stderr.
     """
 
@@ -364,20 +365,20 @@ class JointSmoother:
         return NoiseLevels(sq, sv, st, spq, spv, src, np.nan_to_num(tau_rms, nan=1.0), tau_cap)
 
     def _motion_acceleration_rms(self, log: Log, sigma_q, a_rms, source: str):
-        """Per joint RMS acceleration of the logged motion without the position noise's share
-        (`acceleration_scale.signal_acceleration_rms`, from the initial SG window); the historic ``a_rms``
-        (the initial accelerations' RMS) where it is not finite or smaller. Sets ``acceleration_scale_``."""
-        from .acceleration_scale import signal_acceleration_rms
+        """Per joint RMS acceleration for the process noise: the initial accelerations' ``a_rms`` except
+        where the position noise makes it > 10x the motion's (`acceleration_scale.motion_acceleration_scale`,
+        from the initial SG window). Sets ``acceleration_scale_`` (its record; None without finite q)."""
+        from .acceleration_scale import motion_acceleration_scale
 
         q = np.asarray(log.q, float)
         if not np.all(np.isfinite(q)):
             self.acceleration_scale_ = None
             return a_rms, source
-        s, rec = signal_acceleration_rms(log.t, q, sigma_q, self.init_filter_["window_s"],
-                                         self.init_filter_["polyorder"])
-        self.acceleration_scale_ = {**rec, "rms": s.tolist(), "filtered_rms": np.asarray(a_rms).tolist()}
-        s = np.where(np.isfinite(s), np.minimum(s, a_rms), a_rms)
-        return s, source.replace("the RMS acceleration", "the motion's RMS acceleration (noise removed)")
+        s, rec = motion_acceleration_scale(a_rms, log.t, q, sigma_q, self.init_filter_["window_s"],
+                                           self.init_filter_["polyorder"])
+        self.acceleration_scale_ = rec
+        k = int(np.sum(rec["replaced"]))
+        return s, source + (f" (the motion's, noise removed, on {k} of {s.size} joints)" if k else "")
 
     # ------------------------------------------------------------------ problem
     def _build_problem(self, noise: NoiseLevels) -> Problem:
