@@ -112,6 +112,9 @@ def test_smoother_process_noise_and_estimate_at_sigma_01():
     assert np.all(new.noise_.process_v < 3 * target), new.noise_.process_v / target
     assert np.all(new.noise_.process_v > target / 10), new.noise_.process_v / target
     assert np.all(old.noise_.process_v > 100 * target), old.noise_.process_v / target
+    assert "the motion's (noise removed) on 6 of 6 joints" in new.noise_.source["process"]
+    assert "the motion's" not in old.noise_.source["process"]
+    assert new.acceleration_scale_["replaced"] == [True] * 6
 
     def errors(sm):
         res = sm.result_

@@ -353,32 +353,35 @@ class JointSmoother:
         if self.sigma_process is None:
             a_rms = np.sqrt(np.mean(a0 ** 2, axis=0))
             src["process"] = f"{self.process_fraction:g} x the RMS acceleration per step"
+            note = ""
             if self.process_motion_scale:  # issue 12: the motion's RMS acceleration, not the noise's
-                a_rms, src["process"] = self._motion_acceleration_rms(log, sq, a_rms, src["process"])
+                a_rms, note = self._motion_acceleration_rms(log, sq, a_rms)
             spv = np.maximum(self.process_fraction * a_rms, 1e-3) * h
             if self.process_from_log and log.v is not None:  # issue 9: `process_noise`
                 spv, src["process"] = process_velocity_std(spv, np.asarray(log.v, float)[idx])
+            src["process"] += note
         else:
             spv = np.broadcast_to(np.asarray(self.sigma_process, float), (nj,)) * h
             src["process"] = "given"
         spq = spv * h
         return NoiseLevels(sq, sv, st, spq, spv, src, np.nan_to_num(tau_rms, nan=1.0), tau_cap)
 
-    def _motion_acceleration_rms(self, log: Log, sigma_q, a_rms, source: str):
+    def _motion_acceleration_rms(self, log: Log, sigma_q, a_rms):
         """Per joint RMS acceleration for the process noise: the initial accelerations' ``a_rms`` except
         where the position noise makes it > 10x the motion's (`acceleration_scale.motion_acceleration_scale`,
-        from the initial SG window). Sets ``acceleration_scale_`` (its record; None without finite q)."""
+        from the initial SG window), and a note for ``noise.source["process"]``. Sets ``acceleration_scale_``
+        (its record; None without finite q)."""
         from .acceleration_scale import motion_acceleration_scale
 
         q = np.asarray(log.q, float)
         if not np.all(np.isfinite(q)):
             self.acceleration_scale_ = None
-            return a_rms, source
+            return a_rms, ""
         s, rec = motion_acceleration_scale(a_rms, log.t, q, sigma_q, self.init_filter_["window_s"],
                                            self.init_filter_["polyorder"])
         self.acceleration_scale_ = rec
         k = int(np.sum(rec["replaced"]))
-        return s, source + (f" (the motion's, noise removed, on {k} of {s.size} joints)" if k else "")
+        return s, (f"; RMS acceleration: the motion's (noise removed) on {k} of {s.size} joints" if k else "")
 
     # ------------------------------------------------------------------ problem
     def _build_problem(self, noise: NoiseLevels) -> Problem:
