@@ -370,15 +370,15 @@ class JointSmoother:
         """Per joint RMS acceleration for the process noise: the initial accelerations' ``a_rms`` except
         where the position noise makes it > 10x the motion's (`acceleration_scale.motion_acceleration_scale`,
         from the initial SG window), and a note for ``noise.source["process"]``. Sets ``acceleration_scale_``
-        (its record; None without finite q)."""
+        (its record; None without finite q or without the initial filter: the floating-base subclass)."""
         from .acceleration_scale import motion_acceleration_scale
 
         q = np.asarray(log.q, float)
-        if not np.all(np.isfinite(q)):
+        init = getattr(self, "init_filter_", None)  # None: FloatingBaseSmoother (its own process noise)
+        if init is None or q.shape[1] != np.size(a_rms) or not np.all(np.isfinite(q)):
             self.acceleration_scale_ = None
             return a_rms, ""
-        s, rec = motion_acceleration_scale(a_rms, log.t, q, sigma_q, self.init_filter_["window_s"],
-                                           self.init_filter_["polyorder"])
+        s, rec = motion_acceleration_scale(a_rms, log.t, q, sigma_q, init["window_s"], init["polyorder"])
         self.acceleration_scale_ = rec
         k = int(np.sum(rec["replaced"]))
         return s, (f"; RMS acceleration: the motion's (noise removed) on {k} of {s.size} joints" if k else "")
