@@ -232,6 +232,7 @@ class GtsamFixedLagEstimator:
         opts = dict(self.smoother_options)
         opts["knot_stride"] = max(1, int(round(rate / self.knot_rate)))
         opts.setdefault("process_from_log", False)  # issue 9's process-noise cap: not validated online yet
+        opts.setdefault("process_motion_scale", False)  # issue 12's motion scale: not validated online yet
         self._warm = sm = JointSmoother(self.robot, **opts).fit(log)
         self.layout_, self.noise_ = sm.layout_, sm.noise_
         iv = self.robot.joint_index_v()

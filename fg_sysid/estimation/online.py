@@ -443,6 +443,7 @@ class OnlineEstimator:
                   f"knot stride {self._stride}")
         opts = dict(self.smoother_options)
         opts.setdefault("process_from_log", False)  # issue 9's process-noise cap: not validated online yet
+        opts.setdefault("process_motion_scale", False)  # issue 12's motion scale: not validated online yet
         sm = JointSmoother(self.robot, knot_stride=self._stride, verbose=self.verbose, **opts)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")

@@ -112,6 +112,10 @@ class JointSmoother:
             re-estimated from the residuals' median absolute deviation).
         extra_terms: callables ``(problem, smoother) -> problem.Term`` adding the user's own factor terms
             (e.g. motion-capture positions at some knots; ``smoother.knot_times_`` holds the knot times).
+        process_motion_scale: where the position noise makes the initial SG accelerations' RMS > 10x the
+            motion's, scale the process noise by the motion's RMS acceleration instead (issue 12,
+            `acceleration_scale`); False = the initial accelerations' RMS always (before issue 12; ~1000x
+            too loose on the Z1 at σ_q = 0.1 rad).
         verbose: print one line per iteration to stderr.
     """
 
@@ -125,7 +129,8 @@ class JointSmoother:
                  energy: bool = False, extra_terms=(), verbose: bool = False, dynamics: str = "inverse",
                  fit_actuation=(), gain_prior_std: float = 0.1, offset_prior_relative: float = 0.1,
                  process_from_log: bool = True, strategy: str = "line-search",
-                 deadband_zero_fraction: float | None = 0.5, robust: str | None = None):
+                 deadband_zero_fraction: float | None = 0.5, robust: str | None = None,
+                 process_motion_scale: bool = True):
         self.robot = robot
         self.inertia = inertia
         self.friction = friction
@@ -156,6 +161,7 @@ class JointSmoother:
         self.strategy = strategy  # issue 9 (session 7): convergence on real logs
         self.deadband_zero_fraction = deadband_zero_fraction  # issue 9 (session 7): `effort_quality`
         self.robust = robust  # issue 9 item 4: Huber loss on the effort rows
+        self.process_motion_scale = process_motion_scale  # issue 12
 
     # ------------------------------------------------------------------ public
     def fit(self, log: Log) -> JointSmoother:
@@ -403,15 +409,36 @@ class JointSmoother:
         h = float(np.median(self._h))
         if self.sigma_process is None:
             a_rms = np.sqrt(np.mean(a0 ** 2, axis=0))
-            spv = np.maximum(self.process_fraction * a_rms, 1e-3) * h
             src["process"] = f"{self.process_fraction:g} x the RMS acceleration per step"
+            note = ""
+            if self.process_motion_scale:  # issue 12: the motion's RMS acceleration, not the noise's
+                a_rms, note = self._motion_acceleration_rms(log, sq, a_rms)
+            spv = np.maximum(self.process_fraction * a_rms, 1e-3) * h
             if self.process_from_log and log.v is not None:  # issue 9: `process_noise`
                 spv, src["process"] = process_velocity_std(spv, np.asarray(log.v, float)[idx])
+            src["process"] += note
         else:
             spv = np.broadcast_to(np.asarray(self.sigma_process, float), (nj,)) * h
             src["process"] = "given"
         spq = spv * h
         return NoiseLevels(sq, sv, st, spq, spv, src, np.nan_to_num(tau_rms, nan=1.0), tau_cap)
+
+    def _motion_acceleration_rms(self, log: Log, sigma_q, a_rms):
+        """Per joint RMS acceleration for the process noise: the initial accelerations' ``a_rms`` except
+        where the position noise makes it > 10x the motion's (`acceleration_scale.motion_acceleration_scale`,
+        from the initial SG window), and a note for ``noise.source["process"]``. Sets ``acceleration_scale_``
+        (its record; None without finite q or without the initial filter: the floating-base subclass)."""
+        from .acceleration_scale import motion_acceleration_scale
+
+        q = np.asarray(log.q, float)
+        init = getattr(self, "init_filter_", None)  # None: FloatingBaseSmoother (its own process noise)
+        if init is None or q.shape[1] != np.size(a_rms) or not np.all(np.isfinite(q)):
+            self.acceleration_scale_ = None
+            return a_rms, ""
+        s, rec = motion_acceleration_scale(a_rms, log.t, q, sigma_q, init["window_s"], init["polyorder"])
+        self.acceleration_scale_ = rec
+        k = int(np.sum(rec["replaced"]))
+        return s, (f"; RMS acceleration: the motion's (noise removed) on {k} of {s.size} joints" if k else "")
 
     # ------------------------------------------------------------------ problem
     def _build_problem(self, noise: NoiseLevels) -> Problem:
