@@ -20,7 +20,8 @@ from fg_sysid.validation import heldout_accelerations, model_spec, nominal_model
 
 #: method name -> (method, estimator options) of `run_identification` (None: the nominal URDF model, no fit).
 METHODS = {
-    "smoother": ("smoother", {"friction": "auto"}),  # = fg-sysid identify's default (issue 9 item 3)
+    "smoother": ("smoother", {}),  # = fg-sysid identify's default (friction coulomb-viscous-scale)
+    "smoother-auto": ("smoother", {"friction": "auto"}),  # issue 9 item 3: --friction auto (opt-in)
     "smoother+energy": ("smoother", {"energy": True}),
     "smoother-fd": ("smoother", {"dynamics": "forward"}),  # paper 004 Fig. 10 (issue 12)
     "smoother-vs0.01": ("smoother", {"friction_velocity_scale": 0.01}),
@@ -40,6 +41,7 @@ METHODS = {
     "smoother-session6": ("smoother", {"strategy": "line-search", "deadband_zero_fraction": 1.0}),
     "smoother+huber": ("smoother", {"robust": "huber"}),
     "smoother+offset": ("smoother", {"fit_actuation": ("offset",)}),
+    "smoother-trust-region": ("smoother", {"strategy": "trust-region"}),  # opt-in (TIAGo converges)
     "ls-sg": ("ls-sg", {}),
     "nominal": None,
 }

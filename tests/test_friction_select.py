@@ -137,13 +137,13 @@ def test_stribeck6_inverse_dynamics_jacobians():
         np.testing.assert_allclose(lin.Jtheta[k], central_diff(f_t, theta), atol=2e-6 * scale, rtol=1e-5)
 
 
-def test_cli_auto_default_and_errors(tmp_path):
+def test_cli_auto_option_and_errors(tmp_path):
     robot = load_robot("double_pendulum")
     write_log(simulate(robot, 2.0, 200.0, 0.01, 0).log, tmp_path / "train.parquet")
     run = CliRunner()
     out = tmp_path / "fit"
     r = run.invoke(main, ["identify", str(tmp_path / "train.parquet"), "--robot", "double_pendulum", "--out",
-                          str(out), "--quiet"])
+                          str(out), "--quiet", "--friction", "auto"])
     assert r.exit_code == 0, r.output
     s = json.loads((out / "summary.json").read_text())
     sel = s["friction_selection"]
