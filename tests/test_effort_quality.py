@@ -151,3 +151,22 @@ def test_cli_robust_huber_and_deadband_in_summary(z1, tmp_path):
     assert ok.exit_code == 0, ok.output
     summary = json.dumps(json.loads((out / "summary.json").read_text()))
     assert "Huber" in summary and "joint6 0.833" in summary
+
+
+def test_cli_damping_trust_region(z1, tmp_path):
+    """`--damping trust-region` reaches the smoother (its summary says so) and converges on a short log;
+    with a baseline it exits 2 without output."""
+    robot, train, _ = z1
+    path = tmp_path / "log.csv"
+    write_log(train.log.slice(0, 300), path)
+    runner = CliRunner()
+    out = tmp_path / "fit"
+    bad = runner.invoke(main, ["identify", str(path), "--robot", "z1", "--out", str(out), "--method", "ls-sg",
+                               "--damping", "trust-region", "--quiet"])
+    assert bad.exit_code == 2 and "--damping" in bad.output and not out.exists(), bad.output
+    ok = runner.invoke(main, ["identify", str(path), "--robot", "z1", "--out", str(out), "--damping",
+                              "trust-region", "--quiet"])
+    assert ok.exit_code == 0, ok.output
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["options"]["strategy"] == "trust-region"
+    assert summary["converged"] and summary["physically_consistent"], summary
