@@ -353,6 +353,7 @@ def fit_auto(smoother, log: Log):
     """`JointSmoother.fit` with ``friction="auto"``: the classical fit (its SG window), the selection, then
     the smoother with the chosen law; ``result_.extras["friction_selection"]`` says what and why."""
     from .baseline import LeastSquaresSG
+    from .effort_quality import drop_deadband_channels
 
     robot = smoother.robot
     sel, ls, reason = None, None, None
@@ -363,11 +364,13 @@ def fit_auto(smoother, log: Log):
     elif not smoother.fit_friction:
         reason = "friction not fitted"
     else:
+        # the efforts `JointSmoother._fit` will use: dead-band channels out (they skew the SG window's CV)
+        log_used, _ = drop_deadband_channels(log, smoother.deadband_zero_fraction)
         try:
             ls = LeastSquaresSG(velocity_scale=smoother.friction_velocity_scale,
                                 fit_friction=smoother.fit_friction, fit_armature=smoother.fit_armature,
-                                blas_threads=None).fit(log, robot).result_
-            sel = select_friction(robot, log, float(ls.filter["window_s"]), int(ls.filter["polyorder"]))
+                                blas_threads=None).fit(log_used, robot).result_
+            sel = select_friction(robot, log_used, float(ls.filter["window_s"]), int(ls.filter["polyorder"]))
         except ValueError as e:
             reason = f"selection unavailable ({e})"
     chosen = sel.chosen if sel is not None else CANDIDATES[0]
