@@ -208,7 +208,7 @@ def identify_cmd(log_path, robot_source, out, method, knot_stride, sigma_q, sigm
     robot, log = load_inputs(log_path, robot_source)
     checks = run_data_checks(robot, log, method, friction_velocity_scale)  # issue 14: exit 2 or the prior
     if friction is None:
-        # not auto: on the real TIAGo log it costs 1.82 -> 1.97 N·m held out (docs/friction-selection.md)
+        # auto stays opt-in for now (docs/friction-selection.md)
         friction = ("coulomb-viscous-scale" if method == "smoother" and not robot.floating_base
                     else "coulomb-viscous")
     if friction == "auto" and (method != "smoother" or robot.floating_base):  # issue 9 item 3
