@@ -108,13 +108,11 @@ def _information(robot, q, v, a, sigma_tau, velocity_scale, max_rows):
     I = None
     Gpa = np.zeros((rows.size, n, n))  # G[p, a] per sample (joint indices)
     for r, k in enumerate(rows):
-        G, ind = ck.dependent_map(q[k], iv[pas])
-        pos = {int(c): i for i, c in enumerate(ind)}
-        A = (G.T @ full_regressor(robot, q[k], v[k], a[k], velocity_scale))[[pos[int(iv[i])] for i in act]]
+        G, cols = ck.actuated_map(q[k], iv[pas], iv[act])
+        A = (G.T @ full_regressor(robot, q[k], v[k], a[k], velocity_scale))[cols]
         A = A / sig[act][:, None]
         I = A.T @ A if I is None else I + A.T @ A
-        for i in act:
-            Gpa[r, :, i] = G[iv, pos[int(iv[i])]]
+        Gpa[r][:, act] = G[iv][:, cols]
     return I * (N / rows.size), Gpa, rows  # the kept rows stand for all N samples
 
 

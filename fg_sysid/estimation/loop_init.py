@@ -271,10 +271,9 @@ def stick_sigma(smoother, log: Log, p: np.ndarray | None) -> np.ndarray | None:
     out = np.zeros((idx.size, int((~pas).sum())))
     try:
         for r, k in enumerate(idx):
-            G, ind = ck.dependent_map(st.q[k], iv[pas])
-            pos = {int(c): i for i, c in enumerate(ind)}
+            G, cols = ck.actuated_map(st.q[k], iv[pas], iv[~pas])
             delta = fc * (1.0 - np.tanh(st.v[k, iv] / (STICK_WIDTH_FACTOR * vs)) ** 2)  # per joint
-            Ga = G[iv][:, [pos[int(c)] for c in iv[~pas]]]  # (n_joints, n_actuated)
+            Ga = G[iv][:, cols]  # (n_joints, n_actuated)
             out[r] = np.sqrt(np.sum((Ga * delta[:, None]) ** 2, axis=0))
     except (ValueError, np.linalg.LinAlgError) as e:  # e.g. more closure rows than passive joints
         smoother._log(f"stick-phase weights not computed ({e}); effort rows 1/σ_τ")
