@@ -7,6 +7,7 @@ import warnings
 
 import numpy as np
 import pytest
+from online_helpers import feed, one_blas_thread  # noqa: F401 (one_blas_thread: autouse fixture)
 
 from fg_sysid.datasets.simulate import simulate
 from fg_sysid.estimation.online import OnlineEstimator
@@ -16,23 +17,6 @@ from fg_sysid.prediction import heldout_report
 from fg_sysid.robots import load_robot
 
 RATE = 100.0  # Hz: samples and knots (short, fast tests)
-
-
-def feed(est, log, chunk=5, start=0, stop=None):
-    stop = log.n_samples if stop is None else stop
-    out = None
-    for i in range(start, stop, chunk):
-        out = est.update(log.slice(i, min(i + chunk, stop)))
-    return out
-
-
-@pytest.fixture(scope="module", autouse=True)
-def one_blas_thread():
-    """Small dense blocks: one BLAS thread (as the estimator's own updates use)."""
-    from threadpoolctl import threadpool_limits
-
-    with threadpool_limits(limits=1, user_api="blas"):
-        yield
 
 
 @pytest.fixture(scope="module")

@@ -8,6 +8,7 @@ import warnings
 
 import numpy as np
 import pytest
+from online_helpers import feed, one_blas_thread  # noqa: F401 (one_blas_thread: autouse fixture)
 
 from fg_sysid.datasets.mujoco_sim import draw_truth, simulate_stance, to_log
 from fg_sysid.estimation.floating_smoother import FloatingBaseSmoother, full_configuration
@@ -19,22 +20,6 @@ RATE = 500.0  # Hz: log rate of the MuJoCo sims
 KNOTS = 100.0  # Hz: knot rate of the tests (stride 5: short, fast tests)
 #: warm-up / batch options shared by the online and batch fits (a few iterations: fast tests)
 OPTS = dict(contact_radius=0.02, use_forces=False, max_iterations=8, reweight_rounds=0)
-
-
-def feed(est, log, chunk=5, start=0, stop=None):
-    stop = log.n_samples if stop is None else stop
-    out = None
-    for i in range(start, stop, chunk):
-        out = est.update(log.slice(i, min(i + chunk, stop)))
-    return out
-
-
-@pytest.fixture(scope="module", autouse=True)
-def one_blas_thread():
-    from threadpoolctl import threadpool_limits
-
-    with threadpool_limits(limits=1, user_api="blas"):
-        yield
 
 
 @pytest.fixture(scope="module")

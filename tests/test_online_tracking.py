@@ -6,6 +6,7 @@ far from its optimum (the poor-warm-up bias)."""
 
 import numpy as np
 import pytest
+from online_helpers import one_blas_thread, stream  # noqa: F401 (one_blas_thread: autouse fixture)
 
 from fg_sysid.datasets.payload_change import simulate_payload_change
 from fg_sysid.datasets.simulate import simulate
@@ -18,24 +19,13 @@ FAST = {"relearn": 1.0}  # relearning (refines of the growing window) for 1 s on
 
 
 def feed(est, log, chunk=5, start=0, stop=None):
-    stop = log.n_samples if stop is None else stop
-    events = []
-    for i in range(start, stop, chunk):
-        events += est.update(log.slice(i, min(i + chunk, stop))).events
-    return events
+    """The events of every update while ``log[start:stop]`` is fed in chunks."""
+    return [e for out in stream(est, log, chunk, start, stop) for e in out.events]
 
 
 def dense_schur(G, k):
     A, B, C = G[:k, :k], G[:k, k:], G[k:, k:]
     return C - B.T @ np.linalg.solve(A, B)
-
-
-@pytest.fixture(scope="module", autouse=True)
-def one_blas_thread():
-    from threadpoolctl import threadpool_limits
-
-    with threadpool_limits(limits=1, user_api="blas"):
-        yield
 
 
 @pytest.fixture(scope="module")
