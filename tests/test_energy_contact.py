@@ -74,11 +74,9 @@ def trot(b1):
     return res, to_log(res)
 
 
-@pytest.mark.parametrize("use_forces", [False, True])
-def test_allowance_makes_true_parameter_rows_order_one(b1, trot, use_forces):
-    """At the TRUE parameters and states of a MuJoCo trot (soft contacts), the balance residual per knot
-    interval is the contact work: whitened by the sensor noise alone it is ~100σ; with the allowance
-    (weight share or logged forces) its RMS is O(1) and no row exceeds 3."""
+def true_setup(b1, trot):
+    """What both balance tests start from: the trot, the raw layout at the TRUE parameters (θ), the SG
+    states on the manifold (rows, vs), every 5th sample as a knot (idx, tk) and the feet's frame ids."""
     res, log = trot
     layout = ParameterLayout.create(b1, "raw", "coulomb-viscous", 0.05)
     p = res.truth["parameters"]
@@ -86,8 +84,16 @@ def test_allowance_makes_true_parameter_rows_order_one(b1, trot, use_forces):
     qfull = full_configuration(log, b1)
     rows, _, vs, _ = manifold_sg_states(b1.model, qfull, 0.002, 25, 3)
     idx = np.arange(rows[0], rows[-1], 5)
-    tk = log.t[idx]
     fids = [b1.model.getFrameId(f) for f in FEET]
+    return res, log, layout, p, theta, qfull, rows, vs, idx, log.t[idx], fids
+
+
+@pytest.mark.parametrize("use_forces", [False, True])
+def test_allowance_makes_true_parameter_rows_order_one(b1, trot, use_forces):
+    """At the TRUE parameters and states of a MuJoCo trot (soft contacts), the balance residual per knot
+    interval is the contact work: whitened by the sensor noise alone it is ~100σ; with the allowance
+    (weight share or logged forces) its RMS is O(1) and no row exceeds 3."""
+    res, log, layout, p, theta, qfull, rows, vs, idx, tk, fids = true_setup(b1, trot)
     mass = float(sum(p[f"{b}.m"] for b in b1.body_names))
     sc, source = floating_energy_allowance(b1.model, fids, 0.02, log, qfull, rows, vs, tk, FEET, mass,
                                            use_forces)
@@ -169,15 +175,7 @@ def test_measured_contact_work_closes_the_balance_to_sensor_noise(b1, trot):
     parameters and states to the sensor noise (whitened RMS O(1)), from ~100σ without it."""
     from fg_sysid.estimation.energy_contact import measured_contact_rows
 
-    res, log = trot
-    layout = ParameterLayout.create(b1, "raw", "coulomb-viscous", 0.05)
-    p = res.truth["parameters"]
-    theta = layout.to_theta(np.array([p.get(n, 0.0) for n in layout.names]))
-    qfull = full_configuration(log, b1)
-    rows, _, vs, _ = manifold_sg_states(b1.model, qfull, 0.002, 25, 3)
-    idx = np.arange(rows[0], rows[-1], 5)
-    tk = log.t[idx]
-    fids = [b1.model.getFrameId(f) for f in FEET]
+    res, log, layout, p, theta, qfull, rows, vs, idx, tk, fids = true_setup(b1, trot)
     keep = np.zeros(idx.size - 1)
     keep[stance_constant_windows(np.arange(idx.size - 1), 1, res.contact[idx])] = 1
     noise = SimpleNamespace(v=np.full(12, NOISE), tau=np.full(12, NOISE))
