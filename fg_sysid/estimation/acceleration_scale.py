@@ -36,6 +36,8 @@ from __future__ import annotations
 import numpy as np
 from scipy.signal import savgol_coeffs, savgol_filter
 
+from .noise import savgol_window
+
 __all__ = ["REPLACE_ABOVE", "motion_acceleration_scale", "savgol_acceleration_noise_gain",
            "signal_acceleration_rms"]
 
@@ -47,13 +49,6 @@ GROWTH = 1.5
 MAX_WINDOW_FRACTION = 0.25
 #: `motion_acceleration_scale` replaces a joint's filtered RMS only where it is this many times the motion's
 REPLACE_ABOVE = 10.0
-
-
-def _odd_window(w: float, polyorder: int, n: int) -> int:
-    """The window rule of `noise.savgol_derivatives` (odd, > polyorder + 1, < n)."""
-    w = int(round(w)) | 1
-    w = max(w, polyorder + 2 + ((polyorder + 2) % 2 == 0))
-    return min(w, n - 1 if (n - 1) % 2 == 1 else n - 2)
 
 
 def savgol_acceleration_noise_gain(window: int, polyorder: int, dt: float) -> float:
@@ -84,8 +79,8 @@ def signal_acceleration_rms(t: np.ndarray, q: np.ndarray, sigma_q, window_s: flo
     n, nj = q.shape
     sq = np.broadcast_to(np.asarray(sigma_q, float), (nj,))
     dt = float(np.median(np.diff(np.asarray(t, float))))
-    w = _odd_window(window_s / dt, polyorder, n)
-    w_max = max(w, _odd_window(MAX_WINDOW_FRACTION * n, polyorder, n))
+    w = savgol_window(window_s / dt, polyorder, n)
+    w_max = max(w, savgol_window(MAX_WINDOW_FRACTION * n, polyorder, n))
     rms = np.full(nj, np.nan)
     chosen = np.full(nj, np.nan)
     noise = np.full(nj, np.nan)
@@ -111,7 +106,7 @@ def signal_acceleration_rms(t: np.ndarray, q: np.ndarray, sigma_q, window_s: flo
         if w >= w_max:  # the motion never dominates (a joint that hardly moves): the smallest RMS seen,
             rms[todo], chosen[todo] = fallback[todo], w * dt  # an upper bound of its acceleration
             break
-        w = min(_odd_window(GROWTH * w, polyorder, n), w_max)
+        w = min(savgol_window(GROWTH * w, polyorder, n), w_max)
     return rms, {"window_s": chosen.tolist(), "noise_std": noise.tolist()}
 
 

@@ -33,13 +33,18 @@ def highfreq_noise_std(x: np.ndarray) -> np.ndarray:
     return np.fmax(sigma, step / np.sqrt(12.0))
 
 
+def savgol_window(samples: float, polyorder: int, n: int) -> int:
+    """The Savitzky–Golay window [samples] for a wanted length ``samples`` on a log of ``n`` samples: odd,
+    > polyorder + 1, < n (≤ polyorder when the log is too short for any window)."""
+    w = int(round(samples)) | 1
+    w = max(w, polyorder + 2 + ((polyorder + 2) % 2 == 0))
+    return min(w, n - 1 if (n - 1) % 2 == 1 else n - 2)
+
+
 def savgol_derivatives(t: np.ndarray, q: np.ndarray, window_s: float = 0.05, polyorder: int = 3):
     """Smoothed q and its first two derivatives by a Savitzky–Golay filter on the (median) clock."""
     dt = float(np.median(np.diff(t)))
-    n = q.shape[0]
-    w = int(round(window_s / dt)) | 1
-    w = max(w, polyorder + 2 + ((polyorder + 2) % 2 == 0))
-    w = min(w, n - 1 if (n - 1) % 2 == 1 else n - 2)
+    w = savgol_window(window_s / dt, polyorder, q.shape[0])
     if w <= polyorder:
         return q.copy(), np.gradient(q, t, axis=0), np.zeros_like(q)
     qs = savgol_filter(q, w, polyorder, axis=0)
