@@ -31,6 +31,9 @@ import numpy as np
 from .linear_solver import SingularSystemError, StructuredSolver, solve_gtsam
 from .problem import Problem, worst_violation
 
+#: damping strategies of `LevenbergMarquardt` (module docstring)
+STRATEGIES = ("line-search", "trust-region", "hybrid")
+
 
 class EstimationError(RuntimeError):
     """The estimation could not run or diverged (message says why)."""
@@ -54,14 +57,19 @@ class LevenbergMarquardt:
 
     def __init__(self, options: SolverOptions | None = None):
         self.options = options or SolverOptions()
-        if self.options.strategy not in ("line-search", "trust-region"):
-            raise ValueError("strategy must be 'line-search' or 'trust-region', "
+        if self.options.strategy not in STRATEGIES:
+            raise ValueError(f"strategy must be one of {', '.join(map(repr, STRATEGIES))}, "
                              f"not {self.options.strategy!r}")
         if self.options.backend not in ("structured", "gtsam"):
             raise ValueError(f"backend must be 'structured' or 'gtsam', not {self.options.backend!r}")
         self._linear = StructuredSolver()
         #: per-coordinate scale of θ for ``theta_tol`` (None: 1); estimators set their prior std
         self.theta_scale = None
+        #: every trial step (accepted or not) when not None: a list the caller sets to collect them
+        #: (round, iteration, λ, α, predicted and actual decrease, ρ, step norms, θ coordinate moved most)
+        self.trials = None
+        #: λ at the end of the last ``run`` ("hybrid": the next run starts from it, e.g. the next IRLS round)
+        self.lam = None
 
     def _solve(self, graph, lam):
         if self.options.backend == "gtsam":
@@ -87,7 +95,8 @@ class LevenbergMarquardt:
         cost = graph.cost()
         if not np.isfinite(cost):
             raise EstimationError("initial cost is not finite (check the log for extreme values)")
-        step_fn = self._line_search if o.strategy == "line-search" else self._trust_region
+        step_fn = {"line-search": self._line_search, "trust-region": self._trust_region,
+                   "hybrid": self._hybrid}[o.strategy]
         return step_fn(problem, x, theta, graph, cost, rnd, freeze_theta, tol, max_iterations)
 
     def _record(self, history, rnd, it, cost, lam, alpha, dt, dtheta, rho=None):
@@ -96,6 +105,22 @@ class LevenbergMarquardt:
         if rho is not None:
             entry["rho"] = float(rho)
         history.append(entry)
+
+    def _trial(self, rnd, it, lam, alpha, cost, new_cost, step, accepted):
+        """Append one trial to ``self.trials`` (diagnostics, issue 9 session 8)."""
+        if self.trials is None or step is None:
+            return
+        actual = cost - new_cost if np.isfinite(new_cost) else -np.inf
+        scale = 1.0 if self.theta_scale is None else self.theta_scale
+        dth = alpha * np.abs(step.dtheta / scale)
+        self.trials.append({"round": rnd, "iteration": it, "lambda": lam, "alpha": alpha, "cost": cost,
+                            "predicted": float(step.predicted_decrease), "actual": float(actual),
+                            # ρ of the shortened step against the Gauss–Newton model's (2α − α²)·pred
+                            "rho": float(actual / ((2 * alpha - alpha ** 2) * step.predicted_decrease)),
+                            "step_x": float(alpha * np.linalg.norm(step.dx)),
+                            "step_theta": float(alpha * np.linalg.norm(step.dtheta)),
+                            "theta_argmax": int(np.argmax(dth)) if dth.size else -1,
+                            "accepted": bool(accepted)})
 
     def _theta_still(self, dtheta, theta) -> bool:
         """θ stopped moving: max |δθ / θ_scale| below ``theta_tol`` (θ_scale: e.g. the prior std)."""
@@ -132,7 +157,9 @@ class LevenbergMarquardt:
                     new_cost = problem.cost(x_new, theta_new, freeze_theta)
                     if np.isfinite(new_cost) and new_cost < cost:
                         accepted = True
+                        self._trial(rnd, it, lam, alpha, cost, new_cost, step, True)
                         break
+                    self._trial(rnd, it, lam, alpha, cost, new_cost, step, False)
                     alpha *= 0.5
                 if accepted:
                     if alpha == 1.0:
@@ -193,6 +220,7 @@ class LevenbergMarquardt:
             with np.errstate(over="ignore", invalid="ignore"):  # a wild trial step is simply rejected
                 new_cost = problem.cost(x_new, theta_new, freeze_theta)
             rho = (cost - new_cost) / pred if np.isfinite(new_cost) else -np.inf
+            self._trial(rnd, it, lam, 1.0, cost, new_cost, step, rho > 0)
             if rho <= 0:
                 lam, nu = lam * nu, nu * 2
                 self.log(f"round {rnd} iter {it:3d}: rejected (ρ={rho:.2f}), λ -> {lam:.1e}")
@@ -214,6 +242,125 @@ class LevenbergMarquardt:
                 converged = True
                 break
             small_prev, still_prev = small, still
+        return x, theta, converged, history
+
+    #: λ at or below which a step is Gauss–Newton to working precision (Marquardt scaling λ·diag(H))
+    LAM_MIN = 1e-9
+    LAM_GN = 1e-3
+    ALPHA_DAMP = 0.25  # a step shortened below this raises λ: the direction, not only its length, is off
+    LAM_RAISE = 1e-4  # λ grows from at least this (the trust region's start): below it λ changes nothing
+
+    def _gn_predicts_little(self, graph, cost, tol):
+        """Does the (undamped) Gauss–Newton model predict a relative decrease below ``tol``? A heavily damped
+        step predicts little even far from a minimum; this asks the model itself. Returns (bool, step)."""
+        try:
+            step = self._solve(graph, self.LAM_MIN)
+        except SingularSystemError:
+            return False, None
+        pred = step.predicted_decrease
+        return bool(np.isfinite(pred) and pred < tol * max(cost, 1e-300)), step
+
+    def _hybrid(self, problem, x, theta, graph, cost, rnd, freeze_theta, tol, max_iterations):
+        """Gain-ratio Levenberg–Marquardt with a backtracking safeguard (issue 9, session 8).
+
+        * λ (Marquardt scaling λ·diag(H)) starts from the previous run's final λ (the last IRLS round's;
+          Gauss–Newton on the first run): a reweighting round does not re-learn the damping.
+        * A full step that lowers the cost is accepted and λ follows Nielsen's gain-ratio update
+          λ ← λ·max(1/3, 1 − (2ρ − 1)³), ρ = actual / predicted decrease (Madsen, Nielsen & Tingleff,
+          *Methods for non-linear least squares problems*, 2004, eq. 3.15 and Alg. 3.16).
+        * A full step that does not is shortened along its direction (α = 1/2 … 1/64, cost evaluations only,
+          no new solve). If α·δ lowers the cost it is accepted and λ rises to max(2λ, 1/α − 1): the damping
+          whose step has length α of the Gauss–Newton step where diag(H) dominates (1/(1 + λ)), so that
+          the next step is about as long as the one the cost accepted. If no α does, λ ← max(λ·ν, 127)
+          (Nielsen's rejection, at least the damping of a 1/128 step), ν ← 2ν, and the system is solved
+          again.
+        * Only accepted steps count as iterations; rejected solves are capped at 2 × ``max_iterations``.
+        * Convergence is claimed only when the *Gauss–Newton* model (λ → 0) predicts a relative decrease
+          below ``tol``: a heavily damped step predicts and gains little far from a minimum too, so small
+          damped steps trigger one undamped solve to ask the model instead of stopping (and, when the
+          damped model predicts nothing at all, λ is lowered threefold).
+        """
+        lam = self.LAM_MIN if self.lam is None else max(float(self.lam), self.LAM_MIN)
+        nu = 2.0
+        history = []
+        converged = False
+        small_prev = still_prev = False
+        it, rejected = 0, 0
+        step, probe = None, False
+        while it < max_iterations and rejected <= 2 * max_iterations:
+            t0 = time.perf_counter()
+            if step is None:
+                try:
+                    step = self._solve(graph, lam)
+                except SingularSystemError:
+                    lam, nu, rejected = max(lam * nu, 1e-6), nu * 2, rejected + 1
+                    continue
+            pred = step.predicted_decrease
+            if not np.isfinite(pred):
+                lam, nu, rejected, step = max(lam * nu, 1e-6), nu * 2, rejected + 1, None
+                continue
+            if pred < 1e-2 * tol * cost:  # the damped model predicts nothing more to gain
+                converged = lam <= self.LAM_GN or self._gn_predicts_little(graph, cost, 1e-2 * tol)[0]
+                if not converged:  # the undamped model sees more to gain: λ is too large
+                    lam, rejected, step = max(lam / 3, self.LAM_MIN), rejected + 1, None
+                    continue
+                self.log(f"round {rnd} iter {it:3d}: predicted decrease {pred:.2e} below tolerance; "
+                         "converged")
+                break
+            alpha, accepted, new_cost = 1.0, False, np.inf
+            while alpha >= 1 / 64:
+                x_new = problem.retract(x, alpha * step.dx)
+                theta_new = theta + alpha * step.dtheta
+                with np.errstate(over="ignore", invalid="ignore"):  # a wild trial step is simply rejected
+                    new_cost = problem.cost(x_new, theta_new, freeze_theta)
+                accepted = bool(np.isfinite(new_cost) and new_cost < cost)
+                self._trial(rnd, it, lam, alpha, cost, new_cost, step, accepted)
+                if accepted:
+                    break
+                alpha *= 0.5
+            if not accepted and probe:  # the Gauss–Newton probe failed: back to the damped steps
+                probe, rejected, step = False, rejected + 1, None
+                continue
+            if not accepted:  # not even 1/64 of the step lowers the cost: rejected
+                lam, nu, rejected, step = max(lam, self.LAM_RAISE) * nu, nu * 2, rejected + 1, None
+                self.log(f"round {rnd} iter {it:3d}: no decrease down to step 1/64, λ -> {lam:.1e}")
+                if lam > 1e10:
+                    break
+                continue
+            rho = (cost - new_cost) / max((2 * alpha - alpha ** 2) * pred, 1e-300)
+            if probe:  # the Gauss–Newton probe of a stall: taken whole, Gauss–Newton is right again
+                lam = self.LAM_MIN if alpha == 1.0 else lam
+            elif alpha == 1.0:
+                lam, nu = max(lam * max(1 / 3, 1 - (2 * rho - 1) ** 3), self.LAM_MIN), 2.0
+            elif alpha < self.ALPHA_DAMP:  # the model failed beyond a line search's reach: a rejection for
+                lam, nu = max(lam, self.LAM_RAISE) * nu, nu * 2  # λ (Nielsen); the short step is kept
+            probe = False
+            rel = (cost - new_cost) / max(cost, 1e-300)
+            dtheta = alpha * step.dtheta
+            x, theta, cost = x_new, theta_new, new_cost
+            graph = problem.linearize(x, theta, freeze_theta=freeze_theta)
+            step = None
+            dt = time.perf_counter() - t0
+            self._record(history, rnd, it, cost, lam, alpha, dt, dtheta, rho)
+            self.log(f"round {rnd} iter {it:3d}: cost {cost:.6e} rel.decrease {rel:.2e} step {alpha:.3g} "
+                     f"ρ {rho:.2f} λ {lam:.1e} |δθ| {np.abs(dtheta).max(initial=0.0):.2e} {dt:.2f} s")
+            it += 1
+            small = rel < tol and pred < tol * cost
+            still = not freeze_theta and self._theta_still(dtheta, theta)
+            if (small and small_prev) or (still and still_prev):
+                if lam <= self.LAM_GN:
+                    converged = True
+                    break
+                gn_small, gn = self._gn_predicts_little(graph, cost, tol)
+                if gn_small:
+                    converged = True
+                    break
+                # slow damped progress, not a minimum: the next trial is the Gauss–Newton step itself
+                # (shortened if need be), λ kept for the steps after it unless that step is taken whole
+                step, probe = gn, gn is not None
+                small, still = False, False
+            small_prev, still_prev = small, still
+        self.lam = lam
         return x, theta, converged, history
 
     # ------------------------------------------------------------------ constraints
