@@ -1,6 +1,7 @@
-"""Line search vs trust region: the smoother's two damping strategies on logs where each one struggles.
+"""The smoother's damping strategies on logs where one of them struggles: line search (the default), trust
+region and the hybrid (issue 9, session 8).
 
-    python benchmarks/bench_damping.py [--cases z1-sharp tiago]
+    python benchmarks/bench_damping.py [--cases z1-sharp tiago] [--strategies hybrid line-search trust-region]
 
 * **z1-sharp** — simulated Z1, 3 s at 500 Hz, σ = 0.01, Coulomb friction with a tanh width of
   0.005 rad/s (10× sharper than the estimator's prior mean, which it estimates per joint); held out:
@@ -9,8 +10,9 @@
   4800–6790), pooled arm_2–4 RMSE [N·m] through the `fg-sysid predict` path.
 
 Per strategy: held-out error, accepted iterations, converged flag, final cost, CPU seconds. Issue 9
-(session 7): the trust region converges on TIAGo where the line search stops at its limit, but it is not
-the default; this script shows the case that blocks it.
+(session 7): the trust region converges on TIAGo where the line search stops at its limit, but stalls on
+z1-sharp; session 8: the hybrid rule (`solver`, docs/damping.md) on both. Per-trial traces of the
+same fits: benchmarks/trace_damping.py.
 """
 from __future__ import annotations
 
@@ -21,10 +23,13 @@ import warnings
 import numpy as np
 import pandas as pd
 
-STRATEGIES = ("line-search", "trust-region")
+STRATEGIES = ("line-search", "trust-region", "hybrid")
+#: bench_external method of each strategy (benchlib.METHODS; "smoother" = the default, line search)
+TIAGO_METHOD = {"line-search": "smoother", "trust-region": "smoother-trust-region",
+                "hybrid": "smoother-hybrid"}
 
 
-def z1_sharp() -> list[dict]:
+def z1_sharp(strategies=STRATEGIES) -> list[dict]:
     from fg_sysid.datasets.simulate import simulate
     from fg_sysid.estimation.smoother import JointSmoother
     from fg_sysid.factors.inverse_dynamics import InverseDynamicsResidual
@@ -35,7 +40,7 @@ def z1_sharp() -> list[dict]:
     held = simulate(robot, 2.0, 500, 0.0, 1, truth=train.truth, friction_velocity_scale=0.005)
     t = held.truth_log
     rows = []
-    for strategy in STRATEGIES:
+    for strategy in strategies:
         c0 = time.process_time()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -52,7 +57,7 @@ def z1_sharp() -> list[dict]:
     return rows
 
 
-def tiago() -> list[dict]:
+def tiago(strategies=STRATEGIES) -> list[dict]:
     import subprocess
     import sys
     import tempfile
@@ -61,11 +66,11 @@ def tiago() -> list[dict]:
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         script = str(Path(__file__).parent / "bench_external.py")
-        subprocess.run([sys.executable, script, "--datasets", "tiago", "--methods", "smoother",
-                        "smoother-trust-region", "--out", tmp], check=True)
+        subprocess.run([sys.executable, script, "--datasets", "tiago", "--methods",
+                        *[TIAGO_METHOD[s] for s in strategies], "--out", tmp], check=True)
         tab = pd.read_csv(Path(tmp) / "tiago.csv")
     for _, r in tab.iterrows():
-        strategy = "line-search" if r["method"] == "smoother" else "trust-region"
+        strategy = {m: s for s, m in TIAGO_METHOD.items()}[r["method"]]
         rows.append({"case": "tiago", "strategy": strategy, "held-out": f"{r['pooled_Nm']:.3f} N·m",
                      "iterations": int(r["iterations"]), "converged": bool(r["converged"]), "final cost": "",
                      "cpu_s": round(r["cpu_seconds"], 1)})
@@ -75,10 +80,11 @@ def tiago() -> list[dict]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--cases", nargs="+", choices=("z1-sharp", "tiago"), default=["z1-sharp", "tiago"])
+    ap.add_argument("--strategies", nargs="+", choices=STRATEGIES, default=list(STRATEGIES))
     args = ap.parse_args()
     rows = []
     for case in args.cases:
-        rows += {"z1-sharp": z1_sharp, "tiago": tiago}[case]()
+        rows += {"z1-sharp": z1_sharp, "tiago": tiago}[case](args.strategies)
     print(pd.DataFrame(rows).to_markdown(index=False))
 
 

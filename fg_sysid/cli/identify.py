@@ -169,11 +169,13 @@ def _positive(name, val, allow_none=True):
 @click.option("--robust", type=click.Choice(("none", "huber")), default="none", show_default=True,
               help="Smoother, fixed base: Huber's loss on the effort rows (k = 1.345 σ, through the "
                    "reweighting rounds) for logs with effort outliers (issue 9; docs/out-of-class.md).")
-@click.option("--damping", type=click.Choice(("line-search", "trust-region")), default="line-search",
-              show_default=True,
-              help="Smoother, fixed base: how Levenberg–Marquardt damps its steps. trust-region (Nielsen's "
-                   "gain-ratio λ) converges where line search stalls on real logs (TIAGo: 33 iterations, "
-                   "1.67 N·m held out, vs 88 and 1.82); not yet the default (docs/out-of-class.md).")
+@click.option("--damping", type=click.Choice(("line-search", "trust-region", "hybrid")),
+              default="line-search", show_default=True,
+              help="Smoother, fixed base: how Levenberg–Marquardt damps its steps. line-search (default): "
+                   "Gauss–Newton steps halved, λ raised only when 1/64 of a step fails; trust-region: "
+                   "Nielsen's gain-ratio λ; hybrid: gain-ratio λ carried across reweighting rounds, steps "
+                   "halved where the model overshoots and λ raised when only short steps lower the cost "
+                   "(docs/damping.md).")
 def identify_cmd(log_path, robot_source, out, method, knot_stride, sigma_q, sigma_v, sigma_tau, inertia,
                  friction, friction_velocity_scale, max_iterations, contact_radius, total_mass,
                  total_mass_std,
@@ -233,9 +235,9 @@ def identify_cmd(log_path, robot_source, out, method, knot_stride, sigma_q, sigm
         if robot.floating_base or method != "smoother":
             fail("--robust huber applies to the smoother on fixed-base robots")
         options["robust"] = robust
-    if damping != "line-search":  # issue 9 (session 7): convergence on real logs
+    if damping != "line-search":  # issue 9 (sessions 7-8): convergence on real logs
         if robot.floating_base or method != "smoother":
-            fail("--damping trust-region applies to the smoother on fixed-base robots")
+            fail(f"--damping {damping} applies to the smoother on fixed-base robots")
         options["strategy"] = damping
     if robot.floating_base:
         _check_floating_options(contact_radius, total_mass, total_mass_std, symmetry_std, touchdown_settle)

@@ -100,10 +100,12 @@ class JointSmoother:
             × RMS acceleration per step) to the robust std of the logged velocities' integration residual
             when that is smaller (issue 9, `process_noise`); False = the fraction alone (before issue 9).
         strategy: damping strategy of the Levenberg–Marquardt core (`solver`): "line-search" (default:
-            Gauss–Newton steps shortened by halving) or "trust-region" (Nielsen's gain-ratio λ). On the real
-            TIAGo log the line search stops at its iteration limit with steps of 1/16–1/64 where the trust
-            region converges in 20–33 iterations (docs/benchmarks.md, "TIAGo: why the smoother lost"); not
-            the default yet: it changes the loop, actuation, online and GTSAM-backend results (10 tests).
+            Gauss–Newton steps shortened by halving, λ never raised while 1/64 of the step lowers the
+            cost), "trust-region" (Nielsen's gain-ratio λ alone) or "hybrid" (issue 9, session 8:
+            gain-ratio λ carried across the reweighting rounds, steps halved where the model overshoots,
+            λ raised when only short steps lower the cost, convergence checked on the undamped model).
+            Not the default: on TIAGo and on a Z1 log at σ = 0.1 the minimum it approaches sooner predicts
+            worse than the line search's early stop (docs/damping.md).
         deadband_zero_fraction: an effort channel that reads exactly 0 on more than this fraction of its
             samples is a dead-band channel (`effort_quality.deadband_channels`: censored readings, not
             zero torque) and is left out of the inverse-dynamics term; None keeps every channel.

@@ -295,11 +295,8 @@ class LevenbergMarquardt:
                 except SingularSystemError:
                     lam, nu, rejected = max(lam * nu, 1e-6), nu * 2, rejected + 1
                     continue
-            pred = step.predicted_decrease
-            if not np.isfinite(pred):
-                lam, nu, rejected, step = max(lam * nu, 1e-6), nu * 2, rejected + 1, None
-                continue
-            if pred < 1e-2 * tol * cost:  # the damped model predicts nothing more to gain
+            pred = step.predicted_decrease  # NaN from a back end that does not predict (GTSAM's)
+            if np.isfinite(pred) and pred < 1e-2 * tol * cost:  # the damped model predicts nothing to gain
                 converged = lam <= self.LAM_GN or self._gn_predicts_little(graph, cost, 1e-2 * tol)[0]
                 if not converged:  # the undamped model sees more to gain: λ is too large
                     lam, rejected, step = max(lam / 3, self.LAM_MIN), rejected + 1, None
@@ -327,6 +324,8 @@ class LevenbergMarquardt:
                 if lam > 1e10:
                     break
                 continue
+            if not np.isfinite(pred):  # no model prediction: judge by the decrease itself (ρ = 1)
+                pred = (cost - new_cost) / (2 * alpha - alpha ** 2)
             rho = (cost - new_cost) / max((2 * alpha - alpha ** 2) * pred, 1e-300)
             if probe:  # the Gauss–Newton probe of a stall: taken whole, Gauss–Newton is right again
                 lam = self.LAM_MIN if alpha == 1.0 else lam
