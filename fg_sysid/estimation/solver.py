@@ -5,7 +5,7 @@ Iterations are driven from Python (GTSAM's own optimizers calling Python factors
 iteration, ../shared/notes/gtsam-python-performance.md); each one linearizes every term in batch
 (`Problem.linearize`) and solves the arrow-structured normal equations in O(N) (`linear_solver`).
 
-Two damping strategies, chosen per problem:
+Three damping strategies, chosen per problem:
 
 * ``"line-search"`` — λ starts tiny (a Gauss–Newton step); a step that does not lower the cost is first
   shortened (α = 1/2 … 1/64, no new solve), λ grows tenfold only when that fails too and shrinks
@@ -13,8 +13,16 @@ Two damping strategies, chosen per problem:
 * ``"trust-region"`` — Nielsen's gain-ratio update: ρ = actual/predicted decrease; accepted steps
   (ρ > 0) shrink λ by max(1/3, 1 − (2ρ − 1)³), rejected ones grow it by ν = 2, 4, 8, … Suited to
   bilinear, weakly determined problems (contact forces × kinematics, floating base).
+* ``"hybrid"`` (issue 9, session 8; `_hybrid`) — gain-ratio λ carried from one ``run`` to the next (IRLS
+  rounds), the line search's halving for a full step that fails, λ raised only when the cost accepts less
+  than a quarter of the step, only accepted steps counted, convergence checked on the undamped model.
+  Fixes the line search's crawl on TIAGo and the trust region's stall on a sharp-friction Z1 log; not a
+  default (docs/damping.md: the minimum it approaches sooner predicts worse on those logs).
 
-Both stop when the linear model predicts a relative decrease below ``tol`` (converged), when
+``LevenbergMarquardt.trials``: set it to a list to collect every trial step (diagnostics,
+benchmarks/trace_damping.py).
+
+The first two stop when the linear model predicts a relative decrease below ``tol`` (converged), when
 consecutive accepted steps gain less than ``tol``, when θ stops moving (max |δθ| below ``theta_tol``
 on two consecutive steps, where given), or after ``max_iterations``.
 """
