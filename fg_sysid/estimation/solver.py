@@ -121,10 +121,12 @@ class LevenbergMarquardt:
         actual = cost - new_cost if np.isfinite(new_cost) else -np.inf
         scale = 1.0 if self.theta_scale is None else self.theta_scale
         dth = alpha * np.abs(step.dtheta / scale)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            # ρ of the shortened step against the Gauss–Newton model's (2α − α²)·pred
+            rho = np.float64(actual) / ((2 * alpha - alpha ** 2) * np.float64(step.predicted_decrease))
         self.trials.append({"round": rnd, "iteration": it, "lambda": lam, "alpha": alpha, "cost": cost,
                             "predicted": float(step.predicted_decrease), "actual": float(actual),
-                            # ρ of the shortened step against the Gauss–Newton model's (2α − α²)·pred
-                            "rho": float(actual / ((2 * alpha - alpha ** 2) * step.predicted_decrease)),
+                            "rho": float(rho),
                             "step_x": float(alpha * np.linalg.norm(step.dx)),
                             "step_theta": float(alpha * np.linalg.norm(step.dtheta)),
                             "theta_argmax": int(np.argmax(dth)) if dth.size else -1,
@@ -277,16 +279,19 @@ class LevenbergMarquardt:
           λ ← λ·max(1/3, 1 − (2ρ − 1)³), ρ = actual / predicted decrease (Madsen, Nielsen & Tingleff,
           *Methods for non-linear least squares problems*, 2004, eq. 3.15 and Alg. 3.16).
         * A full step that does not is shortened along its direction (α = 1/2 … 1/64, cost evaluations only,
-          no new solve). If α·δ lowers the cost it is accepted and λ rises to max(2λ, 1/α − 1): the damping
-          whose step has length α of the Gauss–Newton step where diag(H) dominates (1/(1 + λ)), so that
-          the next step is about as long as the one the cost accepted. If no α does, λ ← max(λ·ν, 127)
-          (Nielsen's rejection, at least the damping of a 1/128 step), ν ← 2ν, and the system is solved
-          again.
+          no new solve), as the line search does. Accepted at α ≥ 1/4 (``ALPHA_DAMP``): λ is kept (a
+          mild overshoot is the line search's job). Accepted only below 1/4: the direction, not just its
+          length, is off, and λ is treated as after a rejection, λ ← max(λ, 1e-4)·ν, ν ← 2ν (Nielsen;
+          from at least ``LAM_RAISE``, below which λ changes nothing); the short step is kept. No α: the
+          same λ update and a new solve.
         * Only accepted steps count as iterations; rejected solves are capped at 2 × ``max_iterations``.
         * Convergence is claimed only when the *Gauss–Newton* model (λ → 0) predicts a relative decrease
-          below ``tol``: a heavily damped step predicts and gains little far from a minimum too, so small
-          damped steps trigger one undamped solve to ask the model instead of stopping (and, when the
-          damped model predicts nothing at all, λ is lowered threefold).
+          below ``tol``: a heavily damped step predicts and gains little far from a minimum too. When two
+          damped steps in a row gain less than ``tol``, one undamped solve asks the model; if it predicts
+          more, its step is tried next (halved if need be; λ drops to Gauss–Newton only if it is taken
+          whole). When the damped model predicts nothing at all but the undamped one does, λ /= 3.
+        Variants tried and dropped (docs/damping.md): λ = 1/α − 1 after a step shortened to α, and every
+        shortened step raising λ (both slowed the sharp-friction Z1 log).
         """
         lam = self.LAM_MIN if self.lam is None else max(float(self.lam), self.LAM_MIN)
         nu = 2.0
