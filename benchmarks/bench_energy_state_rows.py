@@ -18,6 +18,9 @@ rows (a the true acceleration just after t_k), r_v = v − v̂ the velocity rows
 the row's ∫ v dt (q_{k+1} − q_k for state-q, ½h (v_k + v_{k+1}) otherwise), and
 the RMS of the *innovation* ``r_E − (that combination)`` in units of σ: the part of the energy row that
 the inverse-dynamics and velocity rows do not already contain (docs/energy.md, "Double counting").
+Last two columns: the out-of-class model error — the noise-free rows at the true states and (fc, fv) with
+the estimators' tanh width (0.05 instead of 0.02 rad/s), in units of the rows' σ, for the energy rows and
+for the inverse-dynamics rows (units of σ_τ).
 
     nice -n 10 python benchmarks/bench_energy_state_rows.py [--seeds 5000,5001,5002,5003] [--noise 0.01]
 """
@@ -44,7 +47,7 @@ from fg_sysid.factors.inverse_dynamics import InverseDynamicsResidual
 from fg_sysid.robots import load_robot
 
 
-def analyse(robot, seed, duration, noise, rate=500.0, vs_true=0.02, sum_rows=50):
+def analyse(robot, seed, duration, noise, rate=500.0, vs_true=0.02, sum_rows=50, vs_est=0.05):
     sim = simulate(robot, duration, rate, noise, seed, friction_velocity_scale=vs_true)
     lay, th = true_theta(robot, sim.truth, vs_true)
     T, L = sim.truth_log, sim.log
@@ -65,6 +68,11 @@ def analyse(robot, seed, duration, noise, rate=500.0, vs_true=0.02, sum_rows=50)
                + np.einsum("kj,kj->k", 0.5 * h * tau_k, r_v[:-1] + r_v[1:]),
                "state-q": np.einsum("kj,kj->k", d, r_id[:-1]),
                "state-v": np.einsum("kj,kj->k", dv, r_id[:-1])}
+    # out-of-class model error: true states and (fc, fv), the estimators' tanh width vs_est
+    lay_o, th_o = true_theta(robot, sim.truth, vs_est)
+    r0_o = EnergyResidual(lay_o).evaluate(T.q, T.v, t, th_o, np.zeros(t.size - 1), jacobians=False).r
+    id_o = InverseDynamicsResidual(lay_o).evaluate(T.q, T.v, sim.truth_acceleration, T.tau, th_o, False).r
+    id_oc = float(np.sqrt(np.mean((id_o / noise) ** 2)))
     rows = []
     for form in ("measured", "state-q", "state-v"):
         if form == "measured":
@@ -88,6 +96,8 @@ def analyse(robot, seed, duration, noise, rate=500.0, vs_true=0.02, sum_rows=50)
             "median σ [mJ]": float(1e3 * np.median(s)),
             "corr(r_E, ID+v rows)": float(np.corrcoef(r, overlap[form])[0, 1]),
             "innovation RMS/σ": float(np.sqrt(np.mean(((r - overlap[form]) / s_own) ** 2))),
+            f"vs {vs_est:g}: row RMS/σ": float(np.sqrt(np.mean(((r0_o - w_nf) / s_own) ** 2))),
+            f"vs {vs_est:g}: ID RMS/σ_τ": id_oc,
         })
     return rows
 
