@@ -169,3 +169,29 @@ def test_smoother_energy_rows_use_the_states_by_default():
     assert np.abs(r_meas - term_b.evaluate(ev, False).r).max() > 1e-4
     with pytest.warns(UserWarning, match="knot at every log sample"):
         JointSmoother(robot, energy=True, max_iterations=1, knot_stride=2).fit(log)
+
+
+def test_smoother_energy_rows_whiten_to_one_at_the_truth():
+    """The smoother's own energy term (default state-q rows, σ from the effort noise level it uses, here the
+    sensor's, given) evaluated at the true states and parameters of a 2 s Z1 log (seed 7004): whitened RMS
+    ≈ 1. (Estimated from the log, the smoother's σ_τ is the effort rows' level, model error included.)"""
+    from fg_sysid.estimation.problem import Evaluation
+
+    robot = load_robot("z1")
+    sim = simulate(robot, 2.0, 500.0, SIGMA, 7004, friction_velocity_scale=0.02)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        sm = JointSmoother(robot, inertia="exponential-eigenvalue", friction="coulomb-viscous",
+                           friction_velocity_scale=0.02, energy=True, max_iterations=1,
+                           sigma_tau=SIGMA, sigma_v=SIGMA, sigma_q=SIGMA).fit(sim.log)
+    tr = truth_arrays(sim.truth, robot)
+    p = np.concatenate([tr["inertial"].ravel(), np.c_[tr["fc"], tr["fv"]].ravel(), tr["armature"]])
+    th = sm.layout_.to_theta(p)
+    T = sim.truth_log
+    assert np.allclose(sm.knot_times_, T.t)
+    x = (T.q, T.v, sim.truth_acceleration)
+    ev = Evaluation(sm.problem_, x, th, False)
+    term = sm.problem_.term("energy")
+    z = sm.problem_.whitened(term, term.evaluate(ev, False), ev).r.ravel()
+    assert z.size == T.t.size - 1
+    assert 0.9 < np.sqrt(np.mean(z ** 2)) < 1.1
