@@ -506,6 +506,9 @@ class JointSmoother:
 
         t_log, v_log, tau_log, logged_v = self._energy_log
         t = self.knot_times_
+        state_rows = self._energy_state_term(problem, noise, keep)  # issue 12 session 8: work from the states
+        if state_rows is not None:
+            return state_rows
         work = input_work(t_log, v_log, tau_log, t[:-1], t[1:], self.robot.joint_names)
         sv = noise.v if logged_v and noise.v is not None else highfreq_noise_std(v_log)
         sigma = input_work_std(t_log, v_log, tau_log, t[:-1], t[1:], np.nan_to_num(sv), noise.tau)
@@ -513,6 +516,42 @@ class JointSmoother:
         if keep is not None:
             sigma = np.where(np.asarray(keep, float) > 0, sigma, np.inf)  # weight 0 where left out
         return terms.energy(problem, EnergyResidual(self.layout_), t, work, sigma)
+
+    def _energy_state_term(self, problem: Problem, noise: NoiseLevels, keep=None):
+        """`terms.energy_state_work`: the energy rows with the input work a function of the states,
+        τ̂_kᵀ (q_{k+1} ⊖ q_k) (``energy_work="state-q"``, `factors.energy.DEFAULT_WORK_FORM`) or
+        τ̂_kᵀ ½h (v_k + v_{k+1}) (``"state-v"``), whitened by the effort noise alone
+        (`factors.energy.state_work_std` on the logged or initial-filter velocities); None for
+        ``energy_work="measured"`` (the data Ŵ of `_energy_term`) and, with a warning, when the knots are not
+        on consecutive samples (the held effort of an interval is then not one sample's). Default: the state
+        form on serial fixed-base arms, the measured work on floating bases and closed loops."""
+        from ..factors.energy import (
+            DEFAULT_WORK_FORM,
+            EnergyResidual,
+            knot_interval_efforts,
+            state_work_std,
+        )
+
+        # the state form by default on serial fixed-base arms (every velocity an actuated joint's); floating
+        # bases and closed loops keep the measured work unless ``energy_work`` is set
+        serial = self.robot.nv == len(self.robot.joint_names) and not self.robot.loops
+        form = getattr(self, "energy_work", DEFAULT_WORK_FORM if serial else "measured")
+        if form == "measured":
+            return None
+        t_log, v_log, tau_log, _ = self._energy_log
+        t = self.knot_times_
+        try:
+            tau_k = knot_interval_efforts(t_log, tau_log, t, self.robot.joint_names)
+        except ValueError as e:
+            warnings.warn(f"energy rows: {e}; using the measured input work", stacklevel=2)
+            return None
+        v_ref = v_log[np.searchsorted(t_log, t - 1e-9 * max(1.0, abs(float(t_log[-1]))))]
+        sigma = state_work_std(t, v_ref, noise.tau)
+        sigma = np.maximum(sigma, 1e-3 * max(float(np.median(sigma)), 1e-15))  # at rest: no infinite weight
+        if keep is not None:
+            sigma = np.where(np.asarray(keep, float) > 0, sigma, np.inf)
+        return terms.energy_state_work(problem, EnergyResidual(self.layout_), t, tau_k,
+                                       self.robot.joint_index_v(), sigma, form)
 
     def _add_extra_terms(self, problem: Problem) -> Problem:
         """The user's own terms (``extra_terms``: callables ``(problem, smoother) -> Term``; see

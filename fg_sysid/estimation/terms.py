@@ -365,3 +365,35 @@ def energy(problem: Problem, energy_residual, t_knots, work, sigma_work) -> Term
         return Residual(r, J0, J1, Jt=lin.Jtheta[:, None, :], w=ww)
 
     return Term("energy", "pair", "measurement", evaluate)
+
+
+def energy_state_work(problem: Problem, energy_residual, t_knots, tau_k, iv, sigma_work,
+                      form: str = "state-q") -> Term:
+    """Work–energy observation per knot interval with the input work a function of the states (issue 12,
+    session 8): E(x_{k+1}) − E(x_k) + ∫ vᵀτ_f dt − τ̂_kᵀ d_k(x) [J], d_k = q_{k+1} ⊖ q_k (``form="state-q"``)
+    or ½h (v_k + v_{k+1}) (``"state-v"``), τ̂_k (K−1, n_joints) the effort held over the interval
+    (`factors.energy.knot_interval_efforts`), ``iv`` its velocity columns, ``sigma_work`` (K−1,) [J] the
+    std from the effort noise (`factors.energy.state_work_std`). Same term name and structure as `energy`."""
+    from ..factors.energy import state_work
+
+    t_knots = np.asarray(t_knots, float)
+    tau_k = np.asarray(tau_k, float)
+    w = 1.0 / np.asarray(sigma_work, float)
+    zero_work = np.zeros(t_knots.size - 1)
+
+    @theta_dependent
+    def evaluate(ev, jac):
+        tk = t_knots if ev.idx is None else t_knots[ev.idx]
+        lin = energy_residual.evaluate(ev.q, ev.v, tk, ev.theta, ev.intervals(zero_work), jacobians=jac)
+        W, Wq0, Wq1, Wv0, Wv1 = state_work(problem.space, ev.q, ev.v, tk, ev.intervals(tau_k), iv, form, jac)
+        r = (lin.r - W)[:, None]
+        ww = ev.intervals(w)[:, None]
+        if not jac:
+            return Residual(r, w=ww)
+        n = r.shape[0]
+        J0, J1 = np.zeros((n, 1, problem.nx)), np.zeros((n, 1, problem.nx))
+        J0[:, 0, problem.slices["q"]], J0[:, 0, problem.slices["v"]] = lin.Jq_a - Wq0, lin.Jv[:, 0] - Wv0
+        J1[:, 0, problem.slices["q"]], J1[:, 0, problem.slices["v"]] = lin.Jq_b - Wq1, lin.Jv[:, -1] - Wv1
+        return Residual(r, J0, J1, Jt=lin.Jtheta[:, None, :], w=ww)
+
+    return Term("energy", "pair", "measurement", evaluate)

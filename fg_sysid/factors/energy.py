@@ -61,7 +61,9 @@ from .inverse_dynamics import LayoutModel
 from .manifold import ConfigurationSpace
 
 __all__ = [
+    "DEFAULT_WORK_FORM",
     "DEFAULT_WORK_QUADRATURE",
+    "WORK_FORMS",
     "WORK_QUADRATURES",
     "EnergyLinearization",
     "EnergyResidual",
@@ -69,7 +71,10 @@ __all__ = [
     "input_work",
     "input_work_std",
     "interval_windows",
+    "knot_interval_efforts",
     "stance_constant_windows",
+    "state_work",
+    "state_work_std",
     "trapezoid_weights",
 ]
 
@@ -434,3 +439,82 @@ class EnergyResidual(LayoutModel):
             A[:, f0 + 2 * j + 1] = np.sum(c * (vj[:, j] ** 2)[idx], axis=1)
         A[:, Lay.s_armature] = 0.5 * (vj[ends] ** 2 - vj[starts] ** 2)
         return A
+
+
+# ---------------------------------------------------------------------------------------------- state work
+#: Forms of the input work in the smoother's energy rows (`JointSmoother._energy_term`, issue 12 session 8):
+#: ``"state-q"`` Ŵ(x) = τ̂_kᵀ (q_{k+1} ⊖ q_k), ``"state-v"`` Ŵ(x) = τ̂_kᵀ ½h (v_k + v_{k+1}) — functions of the
+#: states, noise from the effort only (`state_work`) — and ``"measured"``, the data Ŵ of `input_work` from
+#: the measured velocities v̂ (before).
+WORK_FORMS = ("state-q", "state-v", "measured")
+DEFAULT_WORK_FORM = "state-q"
+
+
+def knot_interval_efforts(t: np.ndarray, tau_meas: np.ndarray, t_knots: np.ndarray,
+                          joint_names=None) -> np.ndarray:
+    """The logged effort held over each knot interval, (K−1, n_joints) [N·m | N].
+
+    The state forms of the work need one held effort per knot interval: every interval ``[t_k, t_{k+1}]``
+    must be exactly one log sample interval (knots on consecutive samples, ``knot_stride=1``); raises
+    ValueError otherwise (and for a missing effort, as `input_work`)."""
+    tau_meas = np.asarray(tau_meas, float)
+    _check_efforts(tau_meas, joint_names or [f"#{j}" for j in range(tau_meas.shape[1])])
+    t_knots = np.asarray(t_knots, float)
+    ia, ib = _sample_ranges(t, t_knots[:-1], t_knots[1:])
+    if np.any(ib - ia != 1):
+        raise ValueError("the state form of the input work needs a knot at every log sample (knot_stride=1); "
+                         f"{int(np.sum(ib - ia != 1))} knot intervals span several samples")
+    return tau_meas[ia]
+
+
+def state_work(space: ConfigurationSpace, q, v, t_knots, tau_k, iv, form: str = DEFAULT_WORK_FORM,
+               jacobians: bool = True):
+    """Input work over each knot interval as a function of the states, with its Jacobians.
+
+    ``q`` (K, nq), ``v`` (K, nv) knot states; ``t_knots`` (K,) [s]; ``tau_k`` (K−1, n_joints) the effort held
+    over each interval (`knot_interval_efforts`); ``iv`` the velocity indices of the actuated joints.
+    With the effort τ_k held over ``[t_k, t_{k+1})`` the work is ``τ_kᵀ ∫ v dt = τ_kᵀ (q_{k+1} ⊖ q_k)``
+    (``form="state-q"``, 1-DoF joints: Δq is ∫ v dt); ``"state-v"`` takes ``∫ v dt ≈ ½h (v_k + v_{k+1})``
+    (trapezoid, O(h³ v̈)). Unlike `input_work`, no measured velocity enters: the only noise is the
+    effort's, which no other row of the interval's energy balance shares (`state_work_std`).
+
+    Returns ``(W, Jq0, Jq1, Jv0, Jv1)``: W (K−1,) [J] and its derivatives (K−1, nv) w.r.t. the tangent
+    perturbations of q_k, q_{k+1} and w.r.t. v_k, v_{k+1} (None without Jacobians).
+    """
+    q, v = np.atleast_2d(np.asarray(q, float)), np.atleast_2d(np.asarray(v, float))
+    n, nv = v.shape
+    tf = np.zeros((n - 1, nv))
+    tf[:, iv] = np.asarray(tau_k, float)
+    h = np.diff(np.asarray(t_knots, float))[:, None]
+    if form == "state-q":
+        W = np.einsum("kj,kj->k", tf, space.difference(q[:-1], q[1:]))
+        if not jacobians:
+            return W, None, None, None, None
+        D0, D1 = space.difference_jacobians(q[:-1], q[1:])
+        zero = np.zeros_like(tf)
+        return W, np.einsum("kj,kji->ki", tf, D0), np.einsum("kj,kji->ki", tf, D1), zero, zero.copy()
+    if form == "state-v":
+        W = np.einsum("kj,kj->k", tf, 0.5 * h * (v[:-1] + v[1:]))
+        if not jacobians:
+            return W, None, None, None, None
+        zero = np.zeros_like(tf)
+        return W, zero, zero.copy(), 0.5 * h * tf, 0.5 * h * tf
+    raise ValueError(f"unknown state work form {form!r}; choices: state-q, state-v")
+
+
+def state_work_std(t_knots, v_ref, sigma_tau, iv=None) -> np.ndarray:
+    """Std [J] of `state_work` per knot interval from the effort noise alone.
+
+    ``W = τ̂_kᵀ d_k`` with d_k = ∫ v dt over the interval: independent zero-mean effort noise of std σ_τ,j
+    gives ``σ_W² = Σ_j d_kj² σ_τ,j²``, d_k evaluated as ``½h (v_k + v_{k+1})`` on a reference trajectory
+    ``v_ref`` (K, nv) (the logged velocities or the initial SG states: the weight must not depend on the
+    variables). Each row's noise is its own effort sample's: no sharing between rows (unlike the measured
+    form's boundary velocity samples), so no long-run correction is needed. ``iv`` picks the actuated
+    velocity columns of ``v_ref`` (default: all)."""
+    v_ref = np.atleast_2d(np.asarray(v_ref, float))
+    if iv is not None:
+        v_ref = v_ref[:, iv]
+    h = np.diff(np.asarray(t_knots, float))[:, None]
+    d = 0.5 * h * (v_ref[:-1] + v_ref[1:])
+    st = np.broadcast_to(np.asarray(sigma_tau, float), (d.shape[1],))
+    return np.sqrt((d ** 2) @ (st ** 2))
