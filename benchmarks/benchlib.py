@@ -42,6 +42,7 @@ METHODS = {
     "smoother+huber": ("smoother", {"robust": "huber"}),
     "smoother+offset": ("smoother", {"fit_actuation": ("offset",)}),
     "smoother-trust-region": ("smoother", {"strategy": "trust-region"}),  # opt-in (TIAGo converges)
+    "smoother+stick": ("smoother", {"stick_weights": True}),  # issue 9 session 8: `arm_stick` (opt-in)
     "ls-sg": ("ls-sg", {}),
     "nominal": None,
 }
