@@ -41,9 +41,12 @@ def main() -> None:
     thetas = []
     orig = problem_mod.Problem.linearize
 
-    def recording(self, x, theta, *a, **k):
-        thetas.append(np.array(theta, float))
-        return orig(self, x, theta, *a, **k)
+    def recording(self, x, theta, jacobians=True, freeze_theta=False):
+        th = np.array(theta, float)
+        # the solver's linearizations (not the line search's cost-only evaluations), once per θ
+        if jacobians and not freeze_theta and not (thetas and np.array_equal(thetas[-1], th)):
+            thetas.append(th)
+        return orig(self, x, theta, jacobians, freeze_theta)
 
     problem_mod.Problem.linearize = recording
     sm = JointSmoother(robot, verbose=True)
@@ -58,7 +61,9 @@ def main() -> None:
     names = list(layout.names)
     std = np.asarray(sm._theta_std, float)
     vs_idx = [i for i, n in enumerate(names) if n.endswith(".vs")]
-    # thetas[0] = the start; every accepted step re-linearizes once (covariance adds one at the end)
+    # the last len(history) + 1 distinct linearization points: the start and every accepted step (a round
+    # restarts at the previous round's θ, deduplicated; earlier entries: the initial-state set-up)
+    thetas = thetas[-(len(res.history) + 1):]
     rows = []
     for k, h in enumerate(res.history):
         th0, th1 = thetas[k], thetas[k + 1]

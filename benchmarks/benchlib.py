@@ -42,7 +42,8 @@ METHODS = {
     "smoother+huber": ("smoother", {"robust": "huber"}),
     "smoother+offset": ("smoother", {"fit_actuation": ("offset",)}),
     "smoother-trust-region": ("smoother", {"strategy": "trust-region"}),  # opt-in (TIAGo converges)
-    "smoother+stick": ("smoother", {"stick_weights": True}),  # issue 9 session 8: `arm_stick` (opt-in)
+    "smoother+stick": ("smoother", {"stick_weights": "law-width"}),  # issue 9 session 8: `arm_stick`
+    "smoother+stick-noise": ("smoother", {"stick_weights": "velocity-noise"}),
     "ls-sg": ("ls-sg", {}),
     "nominal": None,
 }

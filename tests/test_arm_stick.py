@@ -52,7 +52,7 @@ def test_smoother_weights_reversal_rows_on_a_short_mujoco_log():
 
     robot = load_robot("z1")
     sim = simulate_truth(robot, "mujoco", 2.0, 1000.0, 0.01, 0)
-    sm = JointSmoother(robot, stick_weights=True, max_iterations=2, reweight_rounds=0).fit(sim.log)
+    sm = JointSmoother(robot, stick_weights="law-width", max_iterations=2, reweight_rounds=0).fit(sim.log)
     fc = np.array([sim.truth["parameters"][f"{j}.fc"] for j in robot.joint_names])
     j = int(np.argmax(fc))
     delta = sm._stick_delta
@@ -63,3 +63,14 @@ def test_smoother_weights_reversal_rows_on_a_short_mujoco_log():
     assert np.median(w[np.abs(v) > 0.5]) > 0.9, np.median(w[np.abs(v) > 0.5])
     plain = JointSmoother(robot, max_iterations=1, reweight_rounds=0).fit(sim.log)
     assert plain._stick_delta is None
+    # "velocity-noise": the logged v with the width = its noise std (σ_v = 0.01 here): narrower, so the rows
+    # with 0.1 < |v| < 0.3 rad/s keep their weight where "law-width" (2·0.05 rad/s) cuts them
+    nz = JointSmoother(robot, stick_weights="velocity-noise", max_iterations=1, reweight_rounds=0)
+    nz.fit(sim.log)
+    iv = robot.joint_index_v()
+    wn = row_factor(nz._stick_delta, nz.noise_.tau, iv, robot.nv)[:, iv[j]]
+    mid = (np.abs(v) > 0.1) & (np.abs(v) < 0.3)
+    assert np.median(wn[mid]) > 0.9 > np.median(w[mid]), (np.median(wn[mid]), np.median(w[mid]))
+    assert np.median(wn[np.abs(v) < 0.003]) < 0.2
+    with pytest.raises(ValueError, match="stick_weights"):
+        JointSmoother(robot, stick_weights="yes", max_iterations=1).fit(sim.log)

@@ -21,13 +21,15 @@ import numpy as np
 
 from .loop_init import STICK_WIDTH_FACTOR
 
-__all__ = ["row_factor", "stick_sigma"]
+__all__ = ["STICK_MODES", "initial_stick_sigma", "row_factor", "stick_sigma"]
 
 
-def stick_sigma(layout, p: np.ndarray | None, v: np.ndarray, default_vs: float) -> np.ndarray | None:
+def stick_sigma(layout, p: np.ndarray | None, v: np.ndarray, default_vs: float,
+                width: np.ndarray | None = None) -> np.ndarray | None:
     """δ (N_knots, n_joints) [N·m | N] at velocities ``v`` (N_knots, n_joints) [rad/s | m/s] for the physical
     vector ``p`` in ``layout`` (its fc and, when the law has one, vs per joint; else ``default_vs``).
-    None when ``p`` is None or the friction law has no Coulomb term."""
+    ``width`` (n_joints,) [rad/s]: use it instead of vs (e.g. the velocities' noise std: the joint may be
+    at rest wherever |v| is within a few of it). None when ``p`` is None or the law has no Coulomb term."""
     if p is None:
         return None
     sfx = list(layout.friction.suffixes)
@@ -36,6 +38,8 @@ def stick_sigma(layout, p: np.ndarray | None, v: np.ndarray, default_vs: float) 
     _, pf, _ = layout.split(np.asarray(p, float))
     fc = np.abs(pf[:, sfx.index("fc")])
     vs = pf[:, sfx.index("vs")] if "vs" in sfx else np.full(layout.nj, float(default_vs))
+    if width is not None:
+        vs = np.broadcast_to(np.asarray(width, float), fc.shape)
     vs = np.maximum(np.abs(vs), 1e-6)
     return fc * (1.0 - np.tanh(np.asarray(v, float) / (STICK_WIDTH_FACTOR * vs)) ** 2)
 
@@ -47,3 +51,23 @@ def row_factor(delta: np.ndarray, sigma_tau: np.ndarray, iv, nv: int) -> np.ndar
     s = np.asarray(sigma_tau, float)[None, :]
     out[:, iv] = s / np.sqrt(s ** 2 + delta ** 2)
     return out
+
+
+#: ``JointSmoother(stick_weights=...)`` choices
+STICK_MODES = ("law-width", "velocity-noise")
+
+
+def initial_stick_sigma(smoother, layout, p_init, v0: np.ndarray, noise) -> np.ndarray | None:
+    """δ at the knots for `JointSmoother` (``stick_weights``): ``"law-width"`` — the initial
+    velocities ``v0`` (N_knots, n_joints) and the prior tanh width (``friction_velocity_scale``);
+    ``"velocity-noise"`` — the logged velocities with the width = their noise std per joint (``noise.v``),
+    ``v0`` and the law's width when the log has none."""
+    mode = smoother.stick_weights
+    if mode not in STICK_MODES:
+        raise ValueError(f"stick_weights must be None or one of {STICK_MODES}, not {mode!r}")
+    vm = getattr(smoother, "_vm", None)
+    if mode == "velocity-noise" and vm is not None and noise.v is not None:
+        iv = smoother.robot.joint_index_v()
+        return stick_sigma(layout, p_init, vm[:, iv], smoother.friction_velocity_scale,
+                           width=np.asarray(noise.v, float))
+    return stick_sigma(layout, p_init, v0, smoother.friction_velocity_scale)

@@ -117,8 +117,9 @@ class JointSmoother:
             `acceleration_scale`); False = the initial accelerations' RMS always (before issue 12; ~1000x
             too loose on the Z1 at σ_q = 0.1 rad).
         stick_weights: open chains: each effort row's σ_τ widened in quadrature by the friction law's
-            error near velocity reversals, fc·(1 − tanh²(v/(2·vs))) (`arm_stick`, issue 9 session 8;
-            opt-in). Closed loops always do this (`loop_init.stick_sigma`).
+            error near velocity reversals, fc·(1 − tanh²(v/(2·w))) (`arm_stick`, issue 9 session 8):
+            None = off; "law-width": w = the prior tanh width, v = the initial velocities; "velocity-noise":
+            w = the velocities' noise std, v = the logged ones. Closed loops: `loop_init.stick_sigma`.
         verbose: print one line per iteration to stderr.
     """
 
@@ -133,7 +134,7 @@ class JointSmoother:
                  fit_actuation=(), gain_prior_std: float = 0.1, offset_prior_relative: float = 0.1,
                  process_from_log: bool = True, strategy: str = "line-search",
                  deadband_zero_fraction: float | None = 0.5, robust: str | None = None,
-                 process_motion_scale: bool = True, stick_weights: bool = False):
+                 process_motion_scale: bool = True, stick_weights: str | None = None):
         self.robot = robot
         self.inertia = inertia
         self.friction = friction
@@ -304,9 +305,9 @@ class JointSmoother:
                           "it or (when not representable) set to the prior mean: " + ", ".join(replaced))
         self._stick_delta = None  # issue 9 (session 8): stick-phase row weights of open chains, `arm_stick`
         if self.stick_weights and not robot.loops:
-            from .arm_stick import stick_sigma
+            from .arm_stick import initial_stick_sigma
 
-            self._stick_delta = stick_sigma(layout, p_init, v0[:, iv], self.friction_velocity_scale)
+            self._stick_delta = initial_stick_sigma(self, layout, p_init, v0[:, iv], noise)
         self.problem_ = self._build_problem(noise)
         if robot.loops:  # closures in the initial states, then the closure forces λ
             x = loop_terms.init_forces(self, loop_terms.kinematic_init(self, (q0, v0, a0), noise), theta)
