@@ -24,8 +24,7 @@ from .data_options import bag_options, loader_kwargs
               help="Without --sg-window: 'log' = the window the classical baseline's blocked "
                    "cross-validation picks on LOG itself (as identify does on its log: suits LOG's noise; "
                    "needs LOG's efforts, fixed-base open chains, else the training window); 'training' = "
-                   "the training log's "
-                   "window (model.json sg_filter), else 0.05 s.")
+                   "the training log's window (model.json sg_filter), else 0.05 s.")
 @click.option("--sg-order", type=int, default=None,
               help="Savitzky-Golay polynomial order (>= 2); default: the one chosen with the window, else 3.")
 @click.option("--contact-radius", type=float, default=None,

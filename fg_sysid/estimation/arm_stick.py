@@ -65,9 +65,8 @@ def initial_stick_sigma(smoother, layout, p_init, v0: np.ndarray, noise) -> np.n
     mode = smoother.stick_weights
     if mode not in STICK_MODES:
         raise ValueError(f"stick_weights must be None or one of {STICK_MODES}, not {mode!r}")
-    vm = getattr(smoother, "_vm", None)
+    vm = getattr(smoother, "_vm", None)  # (N_knots, n_joints): fixed base, joints = velocity coordinates
     if mode == "velocity-noise" and vm is not None and noise.v is not None:
-        iv = smoother.robot.joint_index_v()
-        return stick_sigma(layout, p_init, vm[:, iv], smoother.friction_velocity_scale,
+        return stick_sigma(layout, p_init, vm, smoother.friction_velocity_scale,
                            width=np.asarray(noise.v, float))
     return stick_sigma(layout, p_init, v0, smoother.friction_velocity_scale)

@@ -307,7 +307,7 @@ class JointSmoother:
         if self.stick_weights and not robot.loops:
             from .arm_stick import initial_stick_sigma
 
-            self._stick_delta = initial_stick_sigma(self, layout, p_init, v0[:, iv], noise)
+            self._stick_delta = initial_stick_sigma(self, layout, p_init, v0, noise)
         self.problem_ = self._build_problem(noise)
         if robot.loops:  # closures in the initial states, then the closure forces λ
             x = loop_terms.init_forces(self, loop_terms.kinematic_init(self, (q0, v0, a0), noise), theta)
@@ -474,7 +474,7 @@ class JointSmoother:
             w_id = self._tau_mask * wt[None, :]
             if getattr(self, "_robust_w", None) is not None:  # robust="huber" (issue 9 item 4)
                 w_id = w_id * self._robust_w
-            if getattr(self, "_stick_delta", None) is not None:  # stick_weights=True: `arm_stick`
+            if getattr(self, "_stick_delta", None) is not None:  # stick_weights set: `arm_stick`
                 from .arm_stick import row_factor
 
                 w_id = w_id * row_factor(self._stick_delta, noise.tau, iv, nv)
