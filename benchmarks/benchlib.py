@@ -43,6 +43,8 @@ METHODS = {
     "smoother+offset": ("smoother", {"fit_actuation": ("offset",)}),
     "smoother-trust-region": ("smoother", {"strategy": "trust-region"}),  # opt-in (TIAGo converges)
     "smoother-hybrid": ("smoother", {"strategy": "hybrid"}),  # issue 9 session 8: --damping hybrid (opt-in)
+    "smoother+stick": ("smoother", {"stick_weights": "law-width"}),  # issue 9 session 8: `arm_stick`
+    "smoother+stick-noise": ("smoother", {"stick_weights": "velocity-noise"}),
     "ls-sg": ("ls-sg", {}),
     "nominal": None,
 }

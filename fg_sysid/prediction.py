@@ -22,13 +22,16 @@ __all__ = ["heldout_report"]
 
 def heldout_report(model, robot: RobotModel, log: Log, window_s: float | None = None,
                    polyorder: int | None = None, contact_radius: float | None = None,
-                   contact_frames=None, mode: str | None = None) -> dict:
+                   contact_frames=None, mode: str | None = None, sg_source: str = "training") -> dict:
     """Predict ``log``'s efforts with ``model`` (a model.json dict / directory, a result or a physical
     vector) and their held-out errors.
 
     ``window_s`` [s] / ``polyorder``: the SG filter (default: the model's training filter, else 50 ms,
-    order 3). Floating bases: ``contact_radius`` [m], ``contact_frames`` and ``mode`` (None: forces when
-    the log has them) as in `floating_heldout_report`.
+    order 3). ``sg_source="log"`` (fixed-base open chains; issue 9, session 8): without ``window_s``, the
+    filter the classical baseline's blocked CV picks on ``log`` itself (`heldout_filter.log_sg_filter`:
+    a clean log gets a short window, a noisy one a long one), the training filter when that cannot run;
+    ``filter["chosen"]`` says which. Floating bases: ``contact_radius`` [m], ``contact_frames`` and
+    ``mode`` (None: forces when the log has them) as in `floating_heldout_report`.
 
     Returns a dict with ``mode`` (``"efforts"`` for fixed bases, ``"forces"`` or
     ``"contact-consistent"``), ``t``, ``n_samples``, ``tau`` (predicted efforts (N, n_joints), None in
@@ -37,14 +40,17 @@ def heldout_report(model, robot: RobotModel, log: Log, window_s: float | None = 
     ``contact_radius``, ``base_wrench_rms``, ``projection``).
     """
     if robot.floating_base:
-        return floating_heldout_report(model, robot, log, window_s=window_s, polyorder=polyorder,
-                                       contact_frames=contact_frames, contact_radius=contact_radius,
-                                       mode=mode)
+        rep = floating_heldout_report(model, robot, log, window_s=window_s, polyorder=polyorder,
+                                      contact_frames=contact_frames, contact_radius=contact_radius,
+                                      mode=mode)
+        if sg_source == "log" and window_s is None:  # no classical CV for floating bases
+            rep["filter"] = {**rep["filter"], "chosen": "training (no held-out CV rule for floating bases)"}
+        return rep
     if mode not in (None, "efforts"):
         raise ValueError(f"mode {mode!r} applies to floating-base models only")
-    filt = model.get("sg_filter") or {} if isinstance(model, dict) else {}
-    window = window_s if window_s is not None else filt.get("window_s")
-    order = polyorder if polyorder is not None else filt.get("polyorder")
+    from .heldout_filter import resolve_heldout_filter
+
+    window, order, chosen = resolve_heldout_filter(model, robot, log, window_s, polyorder, sg_source)
     if robot.loops:  # closed loops (issue 11): unencoded joints from the closures, λ from the passive rows
         from .estimation.loop_terms import model_efforts, prepare_log
         from .validation import load_model
@@ -65,5 +71,5 @@ def heldout_report(model, robot: RobotModel, log: Log, window_s: float | None = 
         "tau": tau,
         "per_joint": dict(zip(robot.joint_names, per.tolist(), strict=True)) if measured else {},
         "overall": relative_rmse(tau, meas) if measured else None,
-        "filter": info,
+        "filter": {**info, "chosen": chosen},
     }

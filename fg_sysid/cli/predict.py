@@ -18,24 +18,32 @@ from .data_options import bag_options, loader_kwargs
 @click.option("--out", "out", required=True, type=click.Path(dir_okay=False),
               help="Output table, .csv or .parquet (by suffix; written atomically).")
 @click.option("--sg-window", type=float, default=None,
-              help="Savitzky-Golay window for the accelerations [s]; default: the window the training "
-                   "log's cross-validation chose (model.json sg_filter), else 0.05 s.")
+              help="Savitzky-Golay window for the accelerations [s]; default: see --sg-window-from.")
+@click.option("--sg-window-from", "sg_from", type=click.Choice(["log", "training"]), default="log",
+              show_default=True,
+              help="Without --sg-window: 'log' = the window the classical baseline's blocked "
+                   "cross-validation picks on LOG itself (as identify does on its log: suits LOG's noise; "
+                   "needs LOG's efforts, fixed-base open chains, else the training window); 'training' = "
+                   "the training log's window (model.json sg_filter), else 0.05 s.")
 @click.option("--sg-order", type=int, default=None,
-              help="Savitzky-Golay polynomial order (>= 2); default: the training one, else 3.")
+              help="Savitzky-Golay polynomial order (>= 2); default: the one chosen with the window, else 3.")
 @click.option("--contact-radius", type=float, default=None,
               help="Floating-base robots: contact forces act this far [m] below the foot frame origin "
                    "(spherical feet); default: model.json contact_radius, else 0.")
 @bag_options  # LOG may be a ROS bag, read as by 'fg-sysid identify'
-def predict_cmd(model_dir, log_path, out, sg_window, sg_order, contact_radius):
+def predict_cmd(model_dir, log_path, out, sg_window, sg_from, sg_order, contact_radius):
     """Predict the joint efforts of LOG's motion with the model identified in DIR.
 
     DIR is an output directory of 'fg-sysid identify' (its model.json). LOG is a CSV/Parquet table or a
     ROS bag (the --joint-states-topic ... options as for identify); it must carry q.<joint>
     for every joint of the identified model (columns of joints the model locked are allowed); its
     velocities are used when present, else the SG first derivative of q. Accelerations are the SG second
-    derivative of q [rad/s²]: the SG window defaults to the one the classical baseline's blocked
-    cross-validation picked on the *training* log (the best fixed filter for that robot's sensors),
-    stored in model.json; --sg-window overrides it.
+    derivative of q [rad/s²]. The SG window is, by default, the one the classical baseline's blocked
+    cross-validation picks on LOG itself (the rule identify applies to its training log), so that a clean
+    log is differentiated with a short window and a noisy one with a long one (docs/out-of-class.md);
+    when LOG has no efforts (or for floating-base and closed-loop models) it is the training log's window
+    stored in model.json. --sg-window-from training forces the training window, --sg-window a given one;
+    the window used is printed.
 
     Writes FILE (--out) with t [s] and tau.<joint> [N·m | N]. If LOG has measured efforts, prints the
     held-out relative RMSE sqrt(mean((pred-meas)²))/sqrt(mean(meas²)) per joint and overall (measurement
@@ -73,7 +81,8 @@ def predict_cmd(model_dir, log_path, out, sg_window, sg_order, contact_radius):
         robot = robot_from_model(spec)
         log = read_log(log_path, robot, locked_values=spec["robot"].get("locked_joints"), **loader_kwargs())
         radius = contact_radius if contact_radius is not None else spec.get("contact_radius")
-        rep = heldout_report(spec, robot, log, window_s=sg_window, polyorder=sg_order, contact_radius=radius)
+        rep = heldout_report(spec, robot, log, window_s=sg_window, polyorder=sg_order, contact_radius=radius,
+                             sg_source=sg_from)
     except (LogError, RobotError, ValueError, FileNotFoundError) as e:
         fail(str(e))
     cols = {"t": rep["t"]}
@@ -90,7 +99,8 @@ def predict_cmd(model_dir, log_path, out, sg_window, sg_order, contact_radius):
     except LogError as e:
         fail(str(e))
     info = rep["filter"]
-    sg = (f"window {info['window_s'] * 1e3:.3g} ms = {info['window']} samples, order {info['polyorder']}")
+    sg = (f"window {info['window_s'] * 1e3:.3g} ms = {info['window']} samples, order {info['polyorder']}"
+          + (f", chosen: {info['chosen']}" if info.get("chosen") else ""))
     if rep["mode"] == "efforts":
         click.echo(f"wrote {out}: {log.n_samples} samples, {robot.n_joints} joints (model: "
                    f"{spec.get('method')}; accelerations: SG {sg}; velocities: {info['velocity']})")

@@ -118,6 +118,10 @@ class JointSmoother:
             motion's, scale the process noise by the motion's RMS acceleration instead (issue 12,
             `acceleration_scale`); False = the initial accelerations' RMS always (before issue 12; ~1000x
             too loose on the Z1 at σ_q = 0.1 rad).
+        stick_weights: open chains: each effort row's σ_τ widened in quadrature by the friction law's
+            error near velocity reversals, fc·(1 − tanh²(v/(2·w))) (`arm_stick`, issue 9 session 8):
+            None = off; "law-width": w = the prior tanh width, v = the initial velocities; "velocity-noise":
+            w = the velocities' noise std, v = the logged ones. Closed loops: `loop_init.stick_sigma`.
         verbose: print one line per iteration to stderr.
     """
 
@@ -132,7 +136,7 @@ class JointSmoother:
                  fit_actuation=(), gain_prior_std: float = 0.1, offset_prior_relative: float = 0.1,
                  process_from_log: bool = True, strategy: str = "line-search",
                  deadband_zero_fraction: float | None = 0.5, robust: str | None = None,
-                 process_motion_scale: bool = True):
+                 process_motion_scale: bool = True, stick_weights: str | None = None):
         self.robot = robot
         self.inertia = inertia
         self.friction = friction
@@ -164,6 +168,7 @@ class JointSmoother:
         self.deadband_zero_fraction = deadband_zero_fraction  # issue 9 (session 7): `effort_quality`
         self.robust = robust  # issue 9 item 4: Huber loss on the effort rows
         self.process_motion_scale = process_motion_scale  # issue 12
+        self.stick_weights = stick_weights  # issue 9 (session 8): `arm_stick`, open chains
 
     # ------------------------------------------------------------------ public
     def fit(self, log: Log) -> JointSmoother:
@@ -300,6 +305,11 @@ class JointSmoother:
             if replaced:
                 self._log("initial θ: least-squares blocks outside the physically valid set, projected onto "
                           "it or (when not representable) set to the prior mean: " + ", ".join(replaced))
+        self._stick_delta = None  # issue 9 (session 8): stick-phase row weights of open chains, `arm_stick`
+        if self.stick_weights and not robot.loops:
+            from .arm_stick import initial_stick_sigma
+
+            self._stick_delta = initial_stick_sigma(self, layout, p_init, v0, noise)
         self.problem_ = self._build_problem(noise)
         if robot.loops:  # closures in the initial states, then the closure forces λ
             x = loop_terms.init_forces(self, loop_terms.kinematic_init(self, (q0, v0, a0), noise), theta)
@@ -466,6 +476,10 @@ class JointSmoother:
             w_id = self._tau_mask * wt[None, :]
             if getattr(self, "_robust_w", None) is not None:  # robust="huber" (issue 9 item 4)
                 w_id = w_id * self._robust_w
+            if getattr(self, "_stick_delta", None) is not None:  # stick_weights set: `arm_stick`
+                from .arm_stick import row_factor
+
+                w_id = w_id * row_factor(self._stick_delta, noise.tau, iv, nv)
             problem.add(terms.inverse_dynamics(problem, self._id, self._taum, w_id))
         wp = np.zeros(2 * nv)
         wp[iv] = 1.0 / noise.process_q
