@@ -56,6 +56,7 @@ VARIANTS = {
     "pins-only": ({}, {"STICK_WEIGHTS": False}),
     "stick-only": ({}, {"PASSIVE_FRICTION": "none"}),
     "all-pins": ({}, {"PASSIVE_FRICTION": "all"}),
+    "process-0.1": ({"process_fraction": 0.1}, {}),  # issue 11 (knee fv): a 3 × tighter process noise
 }
 
 
@@ -148,7 +149,8 @@ def run_seed(seed: int, args, variants: dict) -> tuple[list, list]:
         preds[vname] = predict_smoother(res, robot, st)
         params[vname] = dict(zip(res.names, res.estimate, strict=True))
         save_result(res, Path(f"{args.out}_seed{seed}_{vname}"))
-        ident[vname] = knee_friction_report(res, sm.robot) if knee_friction_report else {}
+        ident[vname] = (knee_friction_report(res, sm.robot, prior=(sm._theta_bar, sm._theta_std))
+                        if knee_friction_report else {})
         print(f"  seed {seed} {vname}: {cpu[vname]:.0f} CPU s; identifiability "
               f"{json.dumps(ident[vname], default=float)}", flush=True)
     rows, prow = [], []
@@ -170,6 +172,10 @@ def run_seed(seed: int, args, variants: dict) -> tuple[list, list]:
         if ident.get(m):
             r["fv_eff_err_%"] = 100 * (ident[m]["fv_effective"] / tru[f"{MOTOR}.fv"] - 1)
             r["corr_fv_motor_calf"] = ident[m]["posterior_correlation_fv"]
+            if ident[m].get("fv_posterior_relative_std") is not None:  # posterior check (issue 11, knee fv)
+                r["fv_post_std_%"] = 100 * ident[m]["fv_posterior_relative_std"]
+                r["fv_prior_shift_%"] = 100 * (ident[m]["fv_prior_shift"] or np.nan) / tru[f"{MOTOR}.fv"]
+                r["fv_weak"] = ident[m]["fv_weak"]
         prow.append(r)
     return rows, prow
 
