@@ -15,7 +15,9 @@ and the knee motor's fc, fv, armature against the truth, the passive calf and ro
 (truth: 0) and the identifiability of the knee's friction (`fg_sysid.estimation.loop_identifiability`:
 the effective reflected viscous coefficient, the posterior correlation of motor and calf fv).
 ``--variants`` adds ablations of the loop smoother (`VARIANTS`: ``before`` = every pin's friction free and
-effort rows 1/σ_τ, ``pins-only``, ``stick-only``, ``all-pins``, ``fixed-width``).
+effort rows 1/σ_τ, ``pins-only``, ``stick-only``, ``all-pins``, ``fixed-width``, ``process-0.3`` = the
+historic process noise instead of `loop_terms.PROCESS_FRACTION`). The parameter table has the knee motor's
+posterior check (`loop_identifiability.posterior_records`: posterior std, prior shift, weak flag).
 
 CPU seconds (time.process_time) per fit are printed. Usage::
 
@@ -52,11 +54,11 @@ MOTOR, CALF, ROD = "FL_knee_motor", "FL_calf_joint", "FL_rod_joint"
 VARIANTS = {
     "default": ({}, {}),
     "fixed-width": ({"friction": "coulomb-viscous"}, {}),
-    "before": ({}, {"PASSIVE_FRICTION": "none", "STICK_WEIGHTS": False}),  # before issue 11 (knee)
+    "before": ({}, {"PASSIVE_FRICTION": "none", "STICK_WEIGHTS": False, "PROCESS_FRACTION": None}),
     "pins-only": ({}, {"STICK_WEIGHTS": False}),
     "stick-only": ({}, {"PASSIVE_FRICTION": "none"}),
     "all-pins": ({}, {"PASSIVE_FRICTION": "all"}),
-    "process-0.1": ({"process_fraction": 0.1}, {}),  # issue 11 (knee fv): a 3 × tighter process noise
+    "process-0.3": ({}, {"PROCESS_FRACTION": None}),  # issue 11 (knee fv): the historic process noise
 }
 
 
@@ -190,7 +192,7 @@ def main() -> None:
     ap.add_argument("--variants", nargs="+", default=["default"], choices=sorted(VARIANTS),
                     help="loop-smoother variants (VARIANTS): default; before (every pin's friction free, "
                          "effort rows 1/σ_τ); pins-only / stick-only (one of the two changes); all-pins; "
-                         "fixed-width (friction='coulomb-viscous')")
+                         "fixed-width (friction='coulomb-viscous'); process-0.3 (historic process noise)")
     ap.add_argument("--out", default="benchmarks/results/loops_knee")
     args = ap.parse_args()
     variants = {f"loop-smoother[{v}]" if v != "default" else "loop-smoother": VARIANTS[v]

@@ -132,7 +132,34 @@ def setup(smoother, log: Log) -> Log:
                               "the closure forces enter as Gᵀλ in its rows")
     smoother._loops = closures(smoother.robot)
     smoother._loop_stick_sigma = None  # set by `initial_parameters` (issue 11, knee)
+    looped_process_fraction(smoother)  # issue 11 (knee fv)
     return prepare_log(smoother.robot, log)
+
+
+#: process-noise fraction of a looped fixed-base fit (issue 11, knee fv): σ_pv = fraction · RMS(a) · h per
+#: knot step, used when the smoother has its class default (0.3, the historic value) and no
+#: ``sigma_process``. The looped fit's RMS(a) is the motion's (the constraint-elimination pipeline's
+#: states, `loop_init.initial_trajectory`); at 0.3 the integration rows let the accelerations absorb what
+#: the effort rows say about the parameters (the fit's own posterior std of the B1 knee motor's fv was 3–5 ×
+#: the data-only std at fixed states); at 0.1 the held-out knee error and the posterior std of fv drop on
+#: every seed measured (docs/benchmarks.md, "B1 knee: the viscous friction"). `process_noise`'s automatic
+#: tightening does not act on these logs: σ_v = 0.01 rad/s velocities are too noisy to show the default too
+#: loose. None: the smoother's own value.
+PROCESS_FRACTION = 0.1
+
+
+def looped_process_fraction(smoother) -> float:
+    """Apply `PROCESS_FRACTION` to ``smoother`` (a looped `JointSmoother` at the start of its fit) when its
+    ``process_fraction`` is the class default and ``sigma_process`` is unset; returns the fraction used."""
+    import inspect
+
+    default = inspect.signature(type(smoother).__init__).parameters["process_fraction"].default
+    if (PROCESS_FRACTION is not None and getattr(smoother, "sigma_process", None) is None
+            and smoother.process_fraction == default and PROCESS_FRACTION != default):
+        smoother._log(f"looped robot: process-noise fraction {default:g} → {PROCESS_FRACTION:g} of the RMS "
+                      "acceleration per step (loop_terms.PROCESS_FRACTION)")
+        smoother.process_fraction = PROCESS_FRACTION
+    return smoother.process_fraction
 
 
 # ---------------------------------------------------------------------------------------------- terms
