@@ -8,8 +8,10 @@ No smoother fits (cheap: ≈ 15 CPU s per seed). Per seed, the training log of `
 (c) damping   MuJoCo's motor friction torque along the noise-free log, by the oracle identity
               f = u − [Gᵀ(RNEA_true + A a)]_motor (passive pins frictionless): least squares of
               fc·sign(v) + fv·v (+ an acceleration column) on |v| > 0.3 rad/s — with MuJoCo's own qacc
-              and with 4th-order central differences of the logged v (what an estimator sees: MuJoCo's
-              implicit damping integrates D·v_{k+1}, i.e. an extra h·D of apparent inertia);
+              (``[qacc]``) and with 4th-order central differences of the logged v (``[fd]``: what an
+              estimator's states see). ``--control-rates`` repeats it for other controller rates: the
+              logged effort is the value at the start of its zero-order hold, the motion answers the
+              held value (a lag of half a control period), which shows up as a lower apparent fv;
 (d) law       the estimator's law fc·tanh(v/vs) + fv·v fitted (nonlinear least squares, vs free) to that
               exact friction torque: the bias of the tanh law alone on fv;
 (b) info      data-only std of the motor's fc, fv (`loop_identifiability.friction_information` at the
@@ -17,6 +19,7 @@ No smoother fits (cheap: ≈ 15 CPU s per seed). Per seed, the training log of `
               held (what the estimator holds), every pin's held.
 
     nice -n 10 python benchmarks/bench_loops_knee_fv.py --seeds 0 1 2
+    nice -n 10 python benchmarks/bench_loops_knee_fv.py --seeds 0 2 --control-rates 4000 500
 
 Prints one table row per seed; ``--out`` writes it as CSV.
 """
@@ -64,15 +67,15 @@ def motor_friction(robot, res, accelerations) -> np.ndarray:
     return out
 
 
-def run_seed(seed: int, args) -> dict:
+def run_seed(seed: int, args, control_rate: float = 1000.0) -> dict:
     c0 = time.process_time()
     robot = load_loop_robot(ROBOT)
     names = list(robot.joint_names)
     m = names.index(MOTOR)
-    res = simulate_loop_mujoco(robot, args.train, args.rate, args.noise, seed)
+    res = simulate_loop_mujoco(robot, args.train, args.rate, args.noise, seed, control_rate=control_rate)
     P = res.truth["parameters"]
     fc, fv = P[f"{MOTOR}.fc"], P[f"{MOTOR}.fv"]
-    row = {"seed": seed, "fc": fc, "fv": fv, "armature": P[f"{MOTOR}.armature"]}
+    row = {"seed": seed, "control_Hz": control_rate, "fc": fc, "fv": fv, "armature": P[f"{MOTOR}.armature"]}
     # (a) the pins: truth vs the URDF value the estimator holds
     iu = {j: i for i, j in enumerate(names)}
     for pin_ in (ROD, CALF):
@@ -118,15 +121,18 @@ def main() -> None:
     ap.add_argument("--train", type=float, default=10.0)
     ap.add_argument("--rate", type=float, default=500.0)
     ap.add_argument("--noise", type=float, default=0.01)
+    ap.add_argument("--control-rates", type=float, nargs="+", default=[1000.0],
+                    help="controller rates [Hz] of the MuJoCo truth (zero-order hold; the bench's is 1000)")
     ap.add_argument("--out", default=None, help="CSV of the table")
     args = ap.parse_args()
     rows = []
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        for seed in args.seeds:
-            rows.append(run_seed(seed, args))
-            print(f"seed {seed}: {rows[-1]['cpu_s']:.0f} CPU s", flush=True)
-    tab = pd.DataFrame(rows).set_index("seed")
+        for cr in args.control_rates:
+            for seed in args.seeds:
+                rows.append(run_seed(seed, args, cr))
+                print(f"seed {seed}, control {cr:g} Hz: {rows[-1]['cpu_s']:.0f} CPU s", flush=True)
+    tab = pd.DataFrame(rows).set_index(["control_Hz", "seed"])
     pd.set_option("display.width", 250)
     print(tab.T.to_string(float_format=lambda x: f"{x:.4g}"))
     if args.out:
