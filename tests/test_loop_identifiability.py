@@ -231,23 +231,23 @@ def test_cli_identify_reports_the_knee_friction_split(tmp_path):
     report = (out / "report.md").read_text()
     assert "## Closed loops: motor friction through the linkage" in report and "FL_rod_joint" in report
     assert "Posterior check" in report
-    # the looped process noise (`loop_terms.PROCESS_FRACTION`, issue 11 knee fv) was the one used
-    summary = json.loads((out / "summary.json").read_text())
-    assert summary["noise"]["source"]["process"].startswith(f"{loop_terms.PROCESS_FRACTION:g} x the RMS")
 
 
 def test_looped_fit_process_fraction_only_replaces_the_default(b1, monkeypatch):
+    """`loop_terms.PROCESS_FRACTION` (None by default: the smoother's own 0.3) replaces only the class
+    default, and `loop_terms.setup` (the looped fit's first hook) applies it."""
     from fg_sysid.estimation.smoother import JointSmoother
 
     robot_l = b1[0]
+    assert loop_terms.PROCESS_FRACTION is None
     sm = JointSmoother(robot_l)
-    assert sm.process_fraction == 0.3  # the class default ...
-    assert loop_terms.looped_process_fraction(sm) == loop_terms.PROCESS_FRACTION == 0.1  # ... replaced
-    assert sm.process_fraction == 0.1
+    assert sm.process_fraction == 0.3 and loop_terms.looped_process_fraction(sm) == 0.3
+    monkeypatch.setattr(loop_terms, "PROCESS_FRACTION", 0.1)
+    monkeypatch.setattr(loop_terms, "prepare_log", lambda robot, log: log)  # the hook only
+    sm = JointSmoother(robot_l)
+    assert loop_terms.setup(sm, "log") == "log" and sm.process_fraction == 0.1
     assert loop_terms.looped_process_fraction(JointSmoother(robot_l, process_fraction=0.2)) == 0.2
     assert loop_terms.looped_process_fraction(JointSmoother(robot_l, sigma_process=1.0)) == 0.3
-    monkeypatch.setattr(loop_terms, "PROCESS_FRACTION", None)
-    assert loop_terms.looped_process_fraction(JointSmoother(robot_l)) == 0.3
 
 
 def _posterior_fixture(robot_l):

@@ -138,14 +138,12 @@ def setup(smoother, log: Log) -> Log:
 
 #: process-noise fraction of a looped fixed-base fit (issue 11, knee fv): σ_pv = fraction · RMS(a) · h per
 #: knot step, used when the smoother has its class default (0.3, the historic value) and no
-#: ``sigma_process``. The looped fit's RMS(a) is the motion's (the constraint-elimination pipeline's
-#: states, `loop_init.initial_trajectory`); at 0.3 the integration rows let the accelerations absorb what
-#: the effort rows say about the parameters (the fit's own posterior std of the B1 knee motor's fv was 3–5 ×
-#: the data-only std at fixed states); at 0.1 the held-out knee error and the posterior std of fv drop on
-#: every seed measured (docs/benchmarks.md, "B1 knee: the viscous friction"). `process_noise`'s automatic
-#: tightening does not act on these logs: σ_v = 0.01 rad/s velocities are too noisy to show the default too
-#: loose. None: the smoother's own value.
-PROCESS_FRACTION = 0.1
+#: ``sigma_process``; None (default): the smoother's own value. Measured (docs/benchmarks.md, "B1 knee: the
+#: viscous friction fv"): at 0.1 the accelerations absorb less of what the effort rows say — on the MuJoCo
+#: B1 leg (500 Hz) the knee motor's fv posterior std halves and the held-out knee error drops on seeds
+#: 0–2 — but the planar four-bar gets worse (MuJoCo 0.92 → 0.95 %, floor 0.94 %; the in-class 250 Hz
+#: four-bar of tests/test_loops_identify.py 1.03–1.21 → 1.04–1.52 × its floor), so it is not the default.
+PROCESS_FRACTION = None
 
 
 def looped_process_fraction(smoother) -> float:
