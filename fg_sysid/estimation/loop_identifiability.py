@@ -19,7 +19,13 @@ module measures how well the data separate them and what they determine instead:
   the tanh columns): the viscous coefficient a single motor-side law would need to give the same torques.
 * `loop_friction_report` — per actuated joint that drives passive joints: the above plus the smoother's
   posterior correlation of the motor's and the passive joints' fv, and a verdict ``"identified"`` or
-  ``"unidentifiable: <reason, number>"`` (``summary.json`` → ``loops.friction_identifiability``).
+  ``"unidentifiable: <reason, number>"`` (``summary.json`` → ``loops.friction_identifiability``);
+  `summary_records` judges fc / fv with the std **as fitted** (`std_held`: only the pins the estimator
+  holds known; `inflation`: what leaving one pin's friction free costs).
+* `posterior_records` / `apply_posterior` — the fit's own verdict (issue 11, knee fv): each actuated
+  joint's fc, fv, armature with its posterior std, the prior's first-order shift and its posterior
+  correlations; "weakly determined: not determined to 10 % by this log …" above `WEAK_REL_STD`
+  (``summary.json`` → ``loops.posterior_determination`` / ``loops.weakly_determined``, report.md).
 
 Units: SI (N·m, N·m·s/rad, rad/s); physical parameters in the smoother layout's units.
 """
