@@ -296,6 +296,10 @@ def test_posterior_check_lists_weakly_determined_motor_parameters(b1):
     # a tighter bar flags fc too; no prior: no shift
     r2 = {r["name"]: r for r in li.posterior_records(res, robot_l, threshold=0.01)}
     assert r2["FL_knee_motor.fc"]["weak"] and r2["FL_knee_motor.fv"]["prior_shift"] is None
+    # a failed covariance is never "determined"
+    res.theta_cov[i_fv, i_fv] = np.nan
+    r3 = {r["name"]: r for r in li.posterior_records(res, robot_l)}
+    assert r3["FL_knee_motor.fv"]["weak"] and "not finite" in r3["FL_knee_motor.fv"]["verdict"]
 
 
 def test_apply_posterior_replaces_only_weak_verdicts(b1):

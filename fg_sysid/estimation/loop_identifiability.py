@@ -474,8 +474,10 @@ def posterior_records(result, robot, threshold: float = WEAK_REL_STD, prior=None
             corr = dict(list(corr.items())[:4])
             rec = {"name": n, "estimate": est, "std": float(sd[k]), "relative_std": rel,
                    "prior_shift": None if shift is None else float(shift[k]), "correlated": corr,
-                   "weak": bool(rel > threshold)}
-            if rec["weak"]:
+                   "weak": bool(not np.isfinite(rel) or rel > threshold)}
+            if not np.isfinite(rel):
+                rec["verdict"] = "weakly determined: the fit's posterior std is not finite (no covariance)"
+            elif rec["weak"]:
                 why = ", ".join(f"{m} {r:+.2f}" for m, r in corr.items()) or "no single parameter"
                 ps = ("" if shift is None else
                       f"; the prior shifts it by {100 * shift[k] / max(abs(est), 1e-300):+.1f} %")
