@@ -15,7 +15,10 @@ and the knee motor's fc, fv, armature against the truth, the passive calf and ro
 (truth: 0) and the identifiability of the knee's friction (`fg_sysid.estimation.loop_identifiability`:
 the effective reflected viscous coefficient, the posterior correlation of motor and calf fv).
 ``--variants`` adds ablations of the loop smoother (`VARIANTS`: ``before`` = every pin's friction free and
-effort rows 1/σ_τ, ``pins-only``, ``stick-only``, ``all-pins``, ``fixed-width``).
+effort rows 1/σ_τ, ``pins-only``, ``stick-only``, ``all-pins``, ``fixed-width``, ``process-0.1`` = a 3 ×
+tighter process noise for the looped fit, `loop_terms.PROCESS_FRACTION` = 0.1). The parameter table has
+the knee motor's posterior check (`loop_identifiability.posterior_records`: posterior std, prior shift,
+weak flag).
 
 CPU seconds (time.process_time) per fit are printed. Usage::
 
@@ -52,10 +55,11 @@ MOTOR, CALF, ROD = "FL_knee_motor", "FL_calf_joint", "FL_rod_joint"
 VARIANTS = {
     "default": ({}, {}),
     "fixed-width": ({"friction": "coulomb-viscous"}, {}),
-    "before": ({}, {"PASSIVE_FRICTION": "none", "STICK_WEIGHTS": False}),  # before issue 11 (knee)
+    "before": ({}, {"PASSIVE_FRICTION": "none", "STICK_WEIGHTS": False, "PROCESS_FRACTION": None}),
     "pins-only": ({}, {"STICK_WEIGHTS": False}),
     "stick-only": ({}, {"PASSIVE_FRICTION": "none"}),
     "all-pins": ({}, {"PASSIVE_FRICTION": "all"}),
+    "process-0.1": ({}, {"PROCESS_FRACTION": 0.1}),  # issue 11 (knee fv): a 3 × tighter process noise
 }
 
 
@@ -148,7 +152,8 @@ def run_seed(seed: int, args, variants: dict) -> tuple[list, list]:
         preds[vname] = predict_smoother(res, robot, st)
         params[vname] = dict(zip(res.names, res.estimate, strict=True))
         save_result(res, Path(f"{args.out}_seed{seed}_{vname}"))
-        ident[vname] = knee_friction_report(res, sm.robot) if knee_friction_report else {}
+        ident[vname] = (knee_friction_report(res, sm.robot, prior=(sm._theta_bar, sm._theta_std))
+                        if knee_friction_report else {})
         print(f"  seed {seed} {vname}: {cpu[vname]:.0f} CPU s; identifiability "
               f"{json.dumps(ident[vname], default=float)}", flush=True)
     rows, prow = [], []
@@ -170,6 +175,10 @@ def run_seed(seed: int, args, variants: dict) -> tuple[list, list]:
         if ident.get(m):
             r["fv_eff_err_%"] = 100 * (ident[m]["fv_effective"] / tru[f"{MOTOR}.fv"] - 1)
             r["corr_fv_motor_calf"] = ident[m]["posterior_correlation_fv"]
+            if ident[m].get("fv_posterior_relative_std") is not None:  # posterior check (issue 11, knee fv)
+                r["fv_post_std_%"] = 100 * ident[m]["fv_posterior_relative_std"]
+                r["fv_prior_shift_%"] = 100 * (ident[m]["fv_prior_shift"] or np.nan) / tru[f"{MOTOR}.fv"]
+                r["fv_weak"] = ident[m]["fv_weak"]
         prow.append(r)
     return rows, prow
 
@@ -184,7 +193,7 @@ def main() -> None:
     ap.add_argument("--variants", nargs="+", default=["default"], choices=sorted(VARIANTS),
                     help="loop-smoother variants (VARIANTS): default; before (every pin's friction free, "
                          "effort rows 1/σ_τ); pins-only / stick-only (one of the two changes); all-pins; "
-                         "fixed-width (friction='coulomb-viscous')")
+                         "fixed-width (friction='coulomb-viscous'); process-0.1 (3 × tighter process noise)")
     ap.add_argument("--out", default="benchmarks/results/loops_knee")
     args = ap.parse_args()
     variants = {f"loop-smoother[{v}]" if v != "default" else "loop-smoother": VARIANTS[v]

@@ -332,6 +332,12 @@ def write_identification(out_dir, result, sg_filter, robot, log, log_path, robot
     summary = part.summary
     summary.update(method=method, log=str(log_path), robot_source=str(robot_source), samples=log.n_samples,
                    options=options, wall_seconds=wall_seconds, sg_filter=part.sg_filter)
+    if isinstance(summary.get("loops"), dict) and not robot.floating_base and method == "smoother":
+        from ..estimation.loop_identifiability import apply_posterior  # issue 11 (knee fv): posterior check
+
+        apply_posterior(summary["loops"], result, robot, prior=(
+            getattr(estimator, "_theta_bar", None), getattr(estimator, "_theta_std", None))
+            if getattr(estimator, "_theta_bar", None) is not None else None)
     (out_dir / "summary.json").write_text(json.dumps(json_safe(summary), indent=2) + "\n")
     spec = model_spec(result, robot, str(robot_source),
                       sg_filter={k: part.sg_filter[k] for k in ("window_s", "polyorder")},
@@ -372,7 +378,8 @@ def write_identification(out_dir, result, sg_filter, robot, log, log_path, robot
     lines += part.sections
     from ..estimation.loop_identifiability import report_lines  # closed loops (issue 11, knee)
 
-    lines += report_lines(summary.get("loops", {}).get("friction_identifiability"), table)
+    lines += report_lines(summary.get("loops", {}).get("friction_identifiability"), table,
+                          summary.get("loops", {}).get("posterior_determination"))  # issue 11 (knee fv)
     (out_dir / "report.md").write_text("\n".join(lines))
     report_html.write_report_html(out_dir, robot, table, summary, result=result, trajectory=part.trajectory,
                                   velocity_scale=options.get("friction_velocity_scale"), **part.html)

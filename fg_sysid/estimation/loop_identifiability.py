@@ -19,7 +19,13 @@ module measures how well the data separate them and what they determine instead:
   the tanh columns): the viscous coefficient a single motor-side law would need to give the same torques.
 * `loop_friction_report` — per actuated joint that drives passive joints: the above plus the smoother's
   posterior correlation of the motor's and the passive joints' fv, and a verdict ``"identified"`` or
-  ``"unidentifiable: <reason, number>"`` (``summary.json`` → ``loops.friction_identifiability``).
+  ``"unidentifiable: <reason, number>"`` (``summary.json`` → ``loops.friction_identifiability``);
+  `summary_records` judges fc / fv with the std **as fitted** (`std_held`: only the pins the estimator
+  holds known; `inflation`: what leaving one pin's friction free costs).
+* `posterior_records` / `apply_posterior` — the fit's own verdict (issue 11, knee fv): each actuated
+  joint's fc, fv, armature with its posterior std, the prior's first-order shift and its posterior
+  correlations; "weakly determined: not determined to 10 % by this log …" above `WEAK_REL_STD`
+  (``summary.json`` → ``loops.posterior_determination`` / ``loops.weakly_determined``, report.md).
 
 Units: SI (N·m, N·m·s/rad, rad/s); physical parameters in the smoother layout's units.
 """
@@ -64,6 +70,12 @@ class FrictionInformation:
     weakest_std: float
     c_fc: dict
     c_fv: dict
+    #: {passive joint: (fc, fv) std of the actuated joint with only that joint's friction free (the other
+    #: passive joints' held)} (issue 11, knee fv): `std_held` / `inflation`
+    std_one_free: dict = None
+    #: the full Fisher information (all parameters) and the kept columns, for `std_held`
+    _info: np.ndarray = None
+    _cols: tuple = ()
 
 
 def _pinv_schur(I: np.ndarray, keep: np.ndarray) -> np.ndarray:
@@ -195,9 +207,40 @@ def friction_information(robot, q, v, a, sigma_tau, velocity_scale: float = 0.05
                 for p in driven}
         c_fc = {names[p]: float(np.sum(Gpa[:, p, i] * tt[:, p] * tt[:, i]) / max(den_t, 1e-300))
                 for p in driven}
+        one = {p: _actuated_std(I, sel[:2], [c for q in pnames if q != p for c in (col_fc[q], col_fv[q])])
+               for p in pnames}
         out.append(FrictionInformation(joint, tuple(pnames), tuple(labels), Im, std_free, std_fixed, corr,
-                                       scale, weakest, weakest_std, c_fc, c_fv))
+                                       scale, weakest, weakest_std, c_fc, c_fv, one, I, tuple(sel)))
     return out
+
+
+def _actuated_std(I: np.ndarray, act_cols, held_cols) -> np.ndarray:
+    """Data-only std of the parameters ``act_cols`` (an actuated joint's fc, fv) with the parameters
+    ``held_cols`` known (dropped from the information) and every other one free (Schur complement)."""
+    use = np.ones(I.shape[0], bool)
+    use[list(held_cols)] = False
+    idx = np.flatnonzero(use)
+    keep = np.isin(idx, list(act_cols))
+    cov = np.linalg.pinv(_pinv_schur(I[np.ix_(use, use)], keep), hermitian=True)
+    sd = np.sqrt(np.clip(np.diag(cov), 0, None))
+    pos = {int(c): k for k, c in enumerate(idx[keep])}  # the Schur block is in ascending column order
+    return np.array([sd[pos[int(c)]] for c in act_cols])
+
+
+def std_held(fi: FrictionInformation, held) -> np.ndarray:
+    """Data-only std (fc, fv) of ``fi.joint`` with the passive joints ``held`` (names) known and the other
+    passive joints' friction free: what a fit that holds exactly those pins can determine."""
+    names = list(fi.names)
+    cols = fi._cols
+    held_cols = [cols[names.index(f"{p}.{s}")] for p in fi.passive if p in held for s in ("fc", "fv")]
+    return _actuated_std(fi._info, list(cols[:2]), held_cols)
+
+
+def inflation(fi: FrictionInformation) -> dict:
+    """{passive joint: (fc, fv) factor by which freeing only its friction multiplies the data-only std of
+    the actuated joint's fc, fv (the other passive joints held)} = `std_one_free` / `std_pins_fixed`."""
+    base = np.maximum(fi.std_pins_fixed, 1e-300)
+    return {p: tuple(float(x) for x in np.asarray(sd) / base) for p, sd in (fi.std_one_free or {}).items()}
 
 
 def effective_friction(fi: FrictionInformation, p: dict) -> dict:
@@ -271,15 +314,20 @@ def loop_friction_report(result, robot, velocity_scale: float = 0.05) -> list[di
     return out
 
 
-def knee_friction_report(result, robot) -> dict:
+def knee_friction_report(result, robot, prior=None) -> dict:
     """The first entry of `loop_friction_report` flattened for a benchmark row (``fv_effective``,
-    ``posterior_correlation_fv`` with the first passive joint, verdicts)."""
+    ``posterior_correlation_fv`` with the first passive joint, verdicts) and the posterior check of its fv
+    (`posterior_records`: ``fv_posterior_relative_std``, ``fv_prior_shift`` [N·m·s/rad] with ``prior`` =
+    the fit's (θ̄, σ_θ), ``fv_weak``, ``fv_posterior_verdict``)."""
     rep = loop_friction_report(result, robot)
     if not rep:
         return {}
     r = rep[0]
     p0 = r["passive"][0]
+    post = {x["name"]: x for x in posterior_records(result, robot, prior=prior)}.get(f"{r['joint']}.fv", {})
     return {"joint": r["joint"], "fv": r["fv"], "fv_effective": r["fv_effective"],
+            "fv_posterior_relative_std": post.get("relative_std"), "fv_prior_shift": post.get("prior_shift"),
+            "fv_weak": post.get("weak"), "fv_posterior_verdict": post.get("verdict"),
             "fv_effective_std": r["fv_effective_std"], "fc_effective": r["fc_effective"],
             "posterior_correlation_fv": r["fv_posterior_correlation"][p0],
             "data_correlation_fv": r["fv_data_correlation"][p0],
@@ -304,8 +352,11 @@ def summary_records(robot, q, v, a, sigma_tau, estimate: dict, fixed: dict,
         passive_fixed = any(pj in fixed for pj in fi.passive)
         rec = {"joint": fi.joint, "passive": list(fi.passive),
                "passive_friction_fixed": {pj: fixed[pj] for pj in fi.passive if pj in fixed}}
+        sd_fit = std_held(fi, fixed)  # the estimator's configuration: only the decided pins held
+        free_pins = [pj for pj in fi.passive if pj not in fixed]
         for s in ("fc", "fv"):
             k = fi.names.index(f"{fi.joint}.{s}")
+            rel_fit = float(sd_fit[k] / max(abs(float(estimate[f"{fi.joint}.{s}"])), 1e-12))
             val = abs(float(estimate[f"{fi.joint}.{s}"]))
             corr = {pj: float(fi.corr[k, fi.names.index(f"{pj}.{s}")]) for pj in fi.passive}
             worst = max(fi.passive, key=lambda pj, c=corr: abs(c[pj]))
@@ -316,10 +367,16 @@ def summary_records(robot, q, v, a, sigma_tau, estimate: dict, fixed: dict,
                      f"fixed): correlation {corr[worst]:+.3f} with {worst}.{s} through the linkage")
             if rel_free <= IDENTIFIED_REL_STD:
                 verdict = "identified (also separately from the passive joints' friction)"
-            elif passive_fixed and rel_fixed <= IDENTIFIED_REL_STD:
+            elif passive_fixed and rel_fit <= IDENTIFIED_REL_STD:
                 pins = ", ".join(rec["passive_friction_fixed"])
                 verdict = (f"identified as the drive's effective (reflected-sum) friction with {pins} "
                            f"friction held at the URDF value; {split}")
+            elif passive_fixed and rel_fixed <= IDENTIFIED_REL_STD:  # issue 11 (knee fv)
+                pins = ", ".join(rec["passive_friction_fixed"])
+                verdict = (f"weakly determined: with {pins} friction held the data determine {fi.joint}.{s} "
+                           f"to ±{100 * rel_fit:.1f} % (1σ) as fitted, ±{100 * rel_fixed:.1f} % with every "
+                           f"passive joint's friction held: the friction of {', '.join(free_pins)} (free) "
+                           f"takes the rest through the linkage")
             else:
                 verdict = split if rel_fixed <= IDENTIFIED_REL_STD else (
                     f"unidentifiable: ±{100 * rel_fixed:.0f} % (1σ) even with the passive joints' friction "
@@ -328,6 +385,7 @@ def summary_records(robot, q, v, a, sigma_tau, estimate: dict, fixed: dict,
                       "reflection": {pj: float(c) for pj, c in (fi.c_fc if s == "fc" else fi.c_fv).items()},
                       "data_std_passive_free": float(fi.std_free[k]),
                       "data_std_passive_fixed": float(fi.std_pins_fixed[k]),
+                      "data_std_as_fitted": float(sd_fit[k]),
                       "data_correlation": corr, "verdict": verdict}
         ar = arm.get(fi.joint)
         if ar is not None and f"{fi.joint}.armature" in estimate:
@@ -368,11 +426,98 @@ def collinear_passive_friction(robot, q, v, a, sigma_tau, threshold: float = COL
     return out
 
 
-def report_lines(records, table=None) -> list[str]:
+#: a motor parameter is "weakly determined" by a fit when its posterior std exceeds this fraction of its
+#: estimate: then ±10 % (the issue's bar) is not a 95 % interval (1.96 σ) (issue 11, knee fv)
+WEAK_REL_STD = 0.10 / 1.96
+#: posterior correlations at least this large are named as the reason
+REASON_CORRELATION = 0.5
+
+
+def posterior_records(result, robot, threshold: float = WEAK_REL_STD, prior=None) -> list[dict]:
+    """How well a looped fit (`JointSmoother` ``result``) determines each actuated joint's fc, fv and
+    armature, from its own posterior (the Laplace covariance of θ at the solution, propagated to the
+    physical parameters: states, process noise, tanh width, stick-phase weights and prior included).
+
+    Per parameter: ``estimate``, ``std`` and ``relative_std`` (posterior 1σ / |estimate|), ``prior_shift``
+    — the first-order shift of the estimate caused by the prior, δp = −J Σ_θ Σ̄_θ⁻¹ (θ − θ̄) (the MAP
+    minus the data-only estimate of the same Gaussian approximation; negative = pulled down, e.g. by the
+    friction prior's mean at its floor), ``correlated`` (physical parameters with |posterior ρ| ≥
+    `REASON_CORRELATION`), ``weak`` (relative std > ``threshold``) and a ``verdict``: ``"determined
+    to ±X % (posterior 1σ)"`` or ``"weakly determined: not determined to 10 % by this log: posterior std
+    X % …"`` with the reason. ``prior``: the fit's (θ̄, σ_θ) (`JointSmoother._theta_bar`, ``_theta_std``;
+    None: no prior shift). Units: the parameters' (N·m, N·m·s/rad, kg·m²)."""
+    names = list(result.names)
+    J = result.layout.jacobian(result.theta)
+    cov_th = np.asarray(result.theta_cov, float)
+    cov = J @ cov_th @ J.T
+    shift = None
+    if prior is not None:
+        th_bar, th_std = (np.asarray(x, float) for x in prior)
+        g = (np.asarray(result.theta, float) - th_bar) / th_std ** 2
+        shift = -J @ (cov_th @ g)
+    sd = np.sqrt(np.clip(np.diag(cov), 0, None))
+    pas = passive_mask(robot)
+    out = []
+    for i in np.flatnonzero(~pas):
+        j = robot.joint_names[i]
+        for s in ("fc", "fv", "armature"):
+            n = f"{j}.{s}"
+            if n not in names:
+                continue
+            k = names.index(n)
+            est = float(result.estimate[k])
+            rel = float(sd[k] / max(abs(est), 1e-300))
+            with np.errstate(invalid="ignore", divide="ignore"):
+                rho = cov[k] / (sd[k] * sd)
+            corr = {names[m]: round(float(rho[m]), 3) for m in np.argsort(-np.abs(np.nan_to_num(rho)))
+                    if m != k and np.isfinite(rho[m]) and abs(rho[m]) >= REASON_CORRELATION}
+            corr = dict(list(corr.items())[:4])
+            rec = {"name": n, "estimate": est, "std": float(sd[k]), "relative_std": rel,
+                   "prior_shift": None if shift is None else float(shift[k]), "correlated": corr,
+                   "weak": bool(not np.isfinite(rel) or rel > threshold)}
+            if not np.isfinite(rel):
+                rec["verdict"] = "weakly determined: the fit's posterior std is not finite (no covariance)"
+            elif rec["weak"]:
+                why = ", ".join(f"{m} {r:+.2f}" for m, r in corr.items()) or "no single parameter"
+                ps = ("" if shift is None else
+                      f"; the prior shifts it by {100 * shift[k] / max(abs(est), 1e-300):+.1f} %")
+                rec["verdict"] = (f"weakly determined: not determined to 10 % by this log: posterior std "
+                                  f"{100 * rel:.1f} % (> {100 * threshold:.1f} %, a 95 % interval wider than "
+                                  f"±10 %); posterior correlations: {why}{ps}")
+            else:
+                rec["verdict"] = f"determined to ±{100 * rel:.1f} % (posterior 1σ)"
+            out.append(rec)
+    return out
+
+
+def apply_posterior(loops: dict, result, robot, threshold: float = WEAK_REL_STD, prior=None) -> dict:
+    """``summary.json`` → ``loops`` of a looped fit with the posterior check (issue 11, knee fv):
+    ``loops.posterior_determination`` (`posterior_records`), ``loops.weakly_determined`` (their names),
+    and in ``loops.friction_identifiability`` each fc / fv / armature record's ``verdict`` replaced by the
+    posterior's when the fit leaves it weakly determined (the data-only verdict kept as
+    ``data_verdict``). ``loops`` is changed in place and returned."""
+    recs = posterior_records(result, robot, threshold, prior)
+    loops["posterior_determination"] = recs
+    loops["weakly_determined"] = [r["name"] for r in recs if r["weak"]]
+    by = {r["name"]: r for r in recs}
+    for fr in loops.get("friction_identifiability") or []:
+        for s in ("fc", "fv", "armature"):
+            d, r = fr.get(s), by.get(f"{fr['joint']}.{s}")
+            if d is None or r is None:
+                continue
+            d["posterior_std"], d["posterior_relative_std"] = r["std"], r["relative_std"]
+            if r["weak"]:
+                d["data_verdict"] = d["verdict"]
+                d["verdict"] = r["verdict"]
+    return loops
+
+
+def report_lines(records, table=None, posterior=None) -> list[str]:
     """report.md section of `summary_records` (``summary.json`` → ``loops.friction_identifiability``);
     [] when there is none (tree robots, floating bases). ``table``: the fit's parameters table (name,
     estimate, std) for the posterior std column (prior, stick-phase weights and the tanh width included:
-    what the fit itself can vouch for)."""
+    what the fit itself can vouch for). ``posterior``: `posterior_records` (``loops.posterior_determination``)
+    for the list of weakly determined motor parameters."""
     if not records:
         return []
     post = {} if table is None else dict(zip(table["name"], table["std"], strict=True))
@@ -382,7 +527,8 @@ def report_lines(records, table=None) -> list[str]:
              "free / held at its URDF value, the reflected sum the torques determine "
              "(`fg_sysid/estimation/loop_identifiability.py`, docs/loops.md).", "",
              "| joint | parameter | estimate | posterior std (fit) | effective (reflected sum) "
-             "| std, pins free | std, pins fixed | verdict |", "|---|---|---|---|---|---|---|---|"]
+             "| std, pins free | std, pins fixed | std, as fitted | verdict |",
+             "|---|---|---|---|---|---|---|---|---|"]
 
     def ps(name, val):
         sd = post.get(name)
@@ -394,12 +540,19 @@ def report_lines(records, table=None) -> list[str]:
             d = r[s]
             lines.append(f"| {j} | {s} | {d['estimate']:.4g} | {ps(j + '.' + s, d['estimate'])} "
                          f"| {d['effective']:.4g} | {d['data_std_passive_free']:.2g} | "
-                         f"{d['data_std_passive_fixed']:.2g} | {d['verdict']} |")
+                         f"{d['data_std_passive_fixed']:.2g} | "
+                         f"{d.get('data_std_as_fitted', float('nan')):.2g} | {d['verdict']} |")
         if "armature" in r:
             d = r["armature"]
             lines.append(f"| {j} | armature | {d['estimate']:.4g} | {ps(j + '.armature', d['estimate'])} "
-                         f"| — | {d['data_std']:.2g} | {d['data_std_alone']:.2g} (all else known) "
+                         f"| — | {d['data_std']:.2g} | {d['data_std_alone']:.2g} (all else known) | — "
                          f"| {d['verdict']} |")
         for pj, why in r.get("passive_friction_fixed", {}).items():
             lines.append(f"\n- {pj}: friction held at its URDF value — {why}")
+    weak = [r for r in posterior or [] if r.get("weak")]
+    if posterior:
+        lines += ["", f"Posterior check (the fit's own covariance; weakly determined = posterior std above "
+                      f"{100 * WEAK_REL_STD:.1f} % of the estimate, i.e. ±10 % is not a 95 % interval):", ""]
+        lines += [f"- **{r['name']}**: {r['verdict']}" for r in weak] or ["- every actuated joint's fc, fv "
+                                                                         "and armature determined to 10 %"]
     return lines + [""]

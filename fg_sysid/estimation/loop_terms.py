@@ -132,7 +132,32 @@ def setup(smoother, log: Log) -> Log:
                               "the closure forces enter as Gᵀλ in its rows")
     smoother._loops = closures(smoother.robot)
     smoother._loop_stick_sigma = None  # set by `initial_parameters` (issue 11, knee)
+    looped_process_fraction(smoother)  # issue 11 (knee fv)
     return prepare_log(smoother.robot, log)
+
+
+#: process-noise fraction of a looped fixed-base fit (issue 11, knee fv): σ_pv = fraction · RMS(a) · h per
+#: knot step, used when the smoother has its class default (0.3, the historic value) and no
+#: ``sigma_process``; None (default): the smoother's own value. Measured (docs/benchmarks.md, "B1 knee: the
+#: viscous friction fv"): at 0.1 the accelerations absorb less of what the effort rows say — on the MuJoCo
+#: B1 leg (500 Hz) the knee motor's fv posterior std halves and the held-out knee error drops on seeds
+#: 0–2 — but the planar four-bar gets worse (MuJoCo 0.92 → 0.95 %, floor 0.94 %; the in-class 250 Hz
+#: four-bar of tests/test_loops_identify.py 1.03–1.21 → 1.04–1.52 × its floor), so it is not the default.
+PROCESS_FRACTION = None
+
+
+def looped_process_fraction(smoother) -> float:
+    """Apply `PROCESS_FRACTION` to ``smoother`` (a looped `JointSmoother` at the start of its fit) when its
+    ``process_fraction`` is the class default and ``sigma_process`` is unset; returns the fraction used."""
+    import inspect
+
+    default = inspect.signature(type(smoother).__init__).parameters["process_fraction"].default
+    if (PROCESS_FRACTION is not None and getattr(smoother, "sigma_process", None) is None
+            and smoother.process_fraction == default and PROCESS_FRACTION != default):
+        smoother._log(f"looped robot: process-noise fraction {default:g} → {PROCESS_FRACTION:g} of the RMS "
+                      "acceleration per step (loop_terms.PROCESS_FRACTION)")
+        smoother.process_fraction = PROCESS_FRACTION
+    return smoother.process_fraction
 
 
 # ---------------------------------------------------------------------------------------------- terms
