@@ -45,6 +45,7 @@ METHODS = {
     "smoother-hybrid": ("smoother", {"strategy": "hybrid"}),  # issue 9 session 8: --damping hybrid (opt-in)
     "smoother+stick": ("smoother", {"stick_weights": "law-width"}),  # issue 9 session 8: `arm_stick`
     "smoother+stick-noise": ("smoother", {"stick_weights": "velocity-noise"}),
+    "smoother-auto+stick-noise": ("smoother", {"friction": "auto", "stick_weights": "velocity-noise"}),
     "ls-sg": ("ls-sg", {}),
     "nominal": None,
 }

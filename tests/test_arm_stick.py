@@ -74,3 +74,32 @@ def test_smoother_weights_reversal_rows_on_a_short_mujoco_log():
     assert np.median(wn[np.abs(v) < 0.003]) < 0.2
     with pytest.raises(ValueError, match="stick_weights"):
         JointSmoother(robot, stick_weights="yes", max_iterations=1).fit(sim.log)
+
+
+def test_cli_stick_weights(tmp_path):
+    """`fg-sysid identify --stick-weights velocity-noise` reaches the smoother (summary.json says so and the
+    options it used); with the classical baseline: exit 2 naming the option, no output directory."""
+    import json
+    import warnings
+
+    from click.testing import CliRunner
+
+    from fg_sysid.cli import main
+    from fg_sysid.datasets.io import write_log
+    from fg_sysid.datasets.simulate import simulate
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        sim = simulate(load_robot("z1"), 0.6, 500, 0.01, 0, friction_velocity_scale=0.005)
+    path = tmp_path / "log.csv"
+    write_log(sim.log, path)
+    runner = CliRunner()
+    out = tmp_path / "fit"
+    bad = runner.invoke(main, ["identify", str(path), "--robot", "z1", "--out", str(out), "--method", "ls-sg",
+                               "--stick-weights", "velocity-noise", "--quiet"])
+    assert bad.exit_code == 2 and "--stick-weights" in bad.output and not out.exists(), bad.output
+    ok = runner.invoke(main, ["identify", str(path), "--robot", "z1", "--out", str(out),
+                              "--stick-weights", "velocity-noise", "--quiet", "--max-iterations", "5"])
+    assert ok.exit_code == 0, ok.output
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["options"]["stick_weights"] == "velocity-noise", summary["options"]

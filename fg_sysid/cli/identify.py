@@ -176,11 +176,18 @@ def _positive(name, val, allow_none=True):
                    "Nielsen's gain-ratio λ; hybrid: gain-ratio λ carried across reweighting rounds, steps "
                    "halved where the model overshoots and λ raised when only short steps lower the cost "
                    "(docs/damping.md).")
+@click.option("--stick-weights", "stick_weights", type=click.Choice(("none", "velocity-noise", "law-width")),
+              default="none", show_default=True,
+              help="Smoother, fixed base: widen the effort noise of samples near velocity reversals by the "
+                   "friction law's error there (dry friction with stiction: no smooth law predicts the stick "
+                   "torque). velocity-noise: width from the velocity noise; law-width: from the tanh width "
+                   "(docs/out-of-class.md, stick phases).")
 def identify_cmd(log_path, robot_source, out, method, knot_stride, sigma_q, sigma_v, sigma_tau, inertia,
                  friction, friction_velocity_scale, max_iterations, contact_radius, total_mass,
                  total_mass_std,
                  symmetry, symmetry_std, constraints, process_noise, impacts, touchdown_settle, use_forces,
-                 energy, dynamics, fit_actuation, quiet, robust="none", damping="line-search"):
+                 energy, dynamics, fit_actuation, quiet, robust="none", damping="line-search",
+                 stick_weights="none"):
     """Identify ROBOT's physical parameters from LOG (CSV or Parquet, t/q.*/v.*/tau.* columns, or a ROS
     bag: rosbag2 directory, .db3, .mcap, ROS 1 .bag; see docs/data-format.md).
 
@@ -239,6 +246,10 @@ def identify_cmd(log_path, robot_source, out, method, knot_stride, sigma_q, sigm
         if robot.floating_base or method != "smoother":
             fail(f"--damping {damping} applies to the smoother on fixed-base robots")
         options["strategy"] = damping
+    if stick_weights != "none":  # issue 9 (session 8): dry-friction stick phases, fg_sysid/estimation/arm_stick.py
+        if robot.floating_base or method != "smoother" or robot.loops:
+            fail(f"--stick-weights {stick_weights} applies to the smoother on fixed-base open-chain robots")
+        options["stick_weights"] = stick_weights
     if robot.floating_base:
         _check_floating_options(contact_radius, total_mass, total_mass_std, symmetry_std, touchdown_settle)
         options.update(contact_radius=contact_radius, total_mass=total_mass, total_mass_std=total_mass_std,
