@@ -1,0 +1,88 @@
+"""Rigid point-contact truth for the quadruped Table I row (issue 12, `datasets.rigid_contact_sim`)."""
+
+import numpy as np
+import pinocchio as pin
+import pytest
+
+from fg_sysid.datasets.rigid_contact_sim import RigidContactSimError, friction_torque, simulate_rigid_stance
+from fg_sysid.robots import INERTIAL_SUFFIXES, load_robot
+
+
+@pytest.fixture(scope="module")
+def b1():
+    return load_robot("b1")
+
+
+@pytest.fixture(scope="module")
+def trot(b1):
+    return simulate_rigid_stance(b1, duration=1.2, rate=500.0, seed=3, noise=0.0, motion="trot", randomize=True)
+
+
+def _foot_velocities(robot, res):
+    """World velocities (N, n_feet, 3) of the foot frames, recomputed from the logged Pinocchio states."""
+    model, data = robot.model, robot.model.createData()
+    fids = [model.getFrameId(f) for f in res.foot_frames]
+    out = np.empty((len(res.t), len(fids), 3))
+    for k, (q, v) in enumerate(zip(res.q_pin, res.v_pin, strict=True)):
+        pin.forwardKinematics(model, data, q, v)
+        pin.updateFramePlacements(model, data)
+        out[k] = [pin.getFrameVelocity(model, data, f, pin.ReferenceFrame.LOCAL_WORLD_ALIGNED).linear
+                  for f in fids]
+    return out
+
+
+def test_stance_feet_do_not_move_and_swing_feet_do(b1, trot):
+    speed = np.linalg.norm(_foot_velocities(b1, trot), axis=2)
+    assert trot.contact.any(axis=0).all() and (~trot.contact).any(axis=0).all()  # every foot stands and swings
+    assert np.abs(np.diff(trot.contact.astype(int), axis=0)).sum() >= 8  # lift-offs and touchdowns
+    assert speed[trot.contact].max() <= 1e-6
+    assert np.median(speed[~trot.contact]) > 0.05
+    # the stance feet carry the weight on average (bilateral contacts: the ground may also pull briefly)
+    m = sum(trot.truth["parameters"][f"{b}.m"] for b in b1.body_names)
+    assert abs(np.mean(trot.contact_force[:, :, 2].sum(axis=1)) / (m * 9.81) - 1) < 0.05
+
+
+def test_energy_balance_at_the_truth(b1, trot):
+    """Eq. 63 at the true parameters: over windows without a contact change, ΔT + ΔU + ∫ τ_fᵀv dt equals the
+    input work of the held efforts (no contact work); touchdown windows lose energy to the impact."""
+    tr = trot.truth
+    model = b1.model.copy()
+    P = np.array([[tr["parameters"][f"{b}.{s}"] for s in INERTIAL_SUFFIXES] for b in b1.body_names])
+    b1.write_inertias(model, P)
+    data = model.createData()
+    js = b1.joint_names
+    fc, fv, arm = (np.array([tr["parameters"][f"{j}.{k}"] for j in js]) for k in ("fc", "fv", "armature"))
+    vs = tr["friction_velocity_scale"]
+    E = np.array([pin.computeKineticEnergy(model, data, q, v) + pin.computePotentialEnergy(model, data, q)
+                  + 0.5 * arm @ vj ** 2 for q, v, vj in zip(trot.q_pin, trot.v_pin, trot.v, strict=True)])
+    dt = np.diff(trot.t)
+    pf = np.sum(friction_torque(trot.v, fc, fv, vs)[0] * trot.v, axis=1)
+    w_in = np.sum(trot.tau[:-1] * 0.5 * (trot.v[:-1] + trot.v[1:]), axis=1) * dt  # held efforts
+    w_f = 0.5 * (pf[:-1] + pf[1:]) * dt
+    r = np.diff(E) + w_f - w_in
+    L = 10
+    same = np.array([not np.any(np.diff(trot.contact[i:i + L + 1].astype(int), axis=0))
+                     for i in range(0, len(r) - L + 1, L)])
+    rw = np.add.reduceat(r, np.arange(0, len(r) - L + 1, L))[: same.size]
+    ww = np.add.reduceat(np.abs(w_in), np.arange(0, len(r) - L + 1, L))[: same.size]
+    assert same.sum() >= 20
+    rel = np.abs(rw[same]).sum() / ww[same].sum()
+    assert rel < 0.03, rel  # MuJoCo's soft contacts: 2-16 % (docs/benchmarks.md)
+    assert rw[~same].min() < -5 * np.abs(rw[same]).max()  # impacts dissipate energy
+
+
+def test_sharper_friction_than_the_estimator(b1):
+    tau, slope = friction_torque(np.array([0.01, -0.05]), 2.0, 0.1, 0.01)
+    assert tau == pytest.approx([2.0 * np.tanh(1.0) + 0.001, -2.0 * np.tanh(5.0) - 0.005])
+    h = 1e-7
+    num = (friction_torque(0.004 + h, 2.0, 0.1, 0.01)[0] - friction_torque(0.004 - h, 2.0, 0.1, 0.01)[0]) / (2 * h)
+    assert friction_torque(0.004, 2.0, 0.1, 0.01)[1] == pytest.approx(num, rel=1e-6)
+
+
+def test_bad_input_names_the_culprit(b1):
+    with pytest.raises(RigidContactSimError, match="motion"):
+        simulate_rigid_stance(b1, duration=0.1, motion="gallop")
+    with pytest.raises(RigidContactSimError, match="timestep"):
+        simulate_rigid_stance(b1, duration=0.1, rate=300.0)
+    with pytest.raises(RigidContactSimError, match="free-flyer"):
+        simulate_rigid_stance(load_robot("z1"), duration=0.1)
