@@ -86,3 +86,39 @@ def test_bad_input_names_the_culprit(b1):
         simulate_rigid_stance(b1, duration=0.1, rate=300.0)
     with pytest.raises(RigidContactSimError, match="free-flyer"):
         simulate_rigid_stance(load_robot("z1"), duration=0.1)
+
+
+def test_study_config_rigid_truth_and_bilateral_contacts():
+    from fg_sysid.study.config import StudyConfigError, parse_config
+
+    raw = {"name": "q", "robots": ["b1"], "motions": [{"name": "trot-1s", "duration": 1.0, "rate": 500}],
+           "noise": [0.005], "methods": ["smoother"], "seeds": {"count": 1},
+           "truth": {"friction_velocity_scale": 0.01, "contacts": "rigid"},
+           "estimator": {"bilateral_contacts": True}}
+    run = parse_config(raw).runs[0]
+    assert run.truth["contacts"] == "rigid" and run.estimator["bilateral_contacts"] is True
+    with pytest.raises(StudyConfigError, match="contacts"):
+        parse_config({**raw, "truth": {"contacts": "squishy"}})
+    with pytest.raises(StudyConfigError, match="bilateral_contacts"):
+        parse_config({**raw, "estimator": {"bilateral_contacts": "yes"}})
+
+
+def test_study_simulates_the_rigid_truth(b1):
+    """`study.floating.simulate_floating` with ``truth.contacts: rigid``: the drawn truth of the MuJoCo runs
+    (same seed, same parameters), point feet, the truth's tanh width, a sway held-out on four feet."""
+    from fg_sysid.datasets.mujoco_sim import draw_truth
+    from fg_sysid.study.config import RunSpec
+    from fg_sysid.study.floating import simulate_floating
+
+    spec = RunSpec(robot="b1", motion="trot-0.4s", duration=0.4, rate=500.0, noise=0.005, method="smoother",
+                   seed=2, option="x", truth={"friction_velocity_scale": 0.01, "contacts": "rigid"},
+                   estimator={}, heldout={"duration": 0.2, "seed_offset": 1000})
+    train, held, p_true = simulate_floating(b1, spec)
+    drawn = draw_truth(b1, 2)
+    nb, n = 10 * b1.n_bodies, b1.n_joints
+    assert np.allclose(p_true[:nb], drawn["inertial"].ravel())
+    assert np.allclose(p_true[nb:nb + 2 * n:2], drawn["fc"]) and np.allclose(p_true[nb + 2 * n:], drawn["armature"])
+    assert train.truth["foot_radius"] == 0.0 and train.truth["friction_velocity_scale"] == 0.01
+    assert train.truth["controller"]["motion"] == "trot" and held.truth["controller"]["motion"] == "sway"
+    assert held.contact.all() and held.truth["noise"] == 0.0
+    assert np.std(train.meas["q"] - train.q) == pytest.approx(0.005, rel=0.1)

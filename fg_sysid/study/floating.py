@@ -107,6 +107,7 @@ def fit_floating(robot, log, spec, feet, radius):
         kw = {"prior_mean": p_nom}
     sm = FloatingBaseSmoother(robot, feet, contact_radius=radius,
                               use_forces=bool(opt.get("use_forces", False)),
+                              friction_coefficient=None if opt.get("bilateral_contacts", False) else 1.0,
                               energy_contact=str(opt.get("energy_contact", "allowance")),
                               friction_velocity_scale=opt["friction_velocity_scale"],
                               max_iterations=int(opt["max_iterations"]),
