@@ -15,7 +15,8 @@ def b1():
 
 @pytest.fixture(scope="module")
 def trot(b1):
-    return simulate_rigid_stance(b1, duration=1.2, rate=500.0, seed=3, noise=0.0, motion="trot", randomize=True)
+    return simulate_rigid_stance(b1, duration=1.2, rate=500.0, seed=3, noise=0.0, motion="trot",
+                                 randomize=True)
 
 
 def _foot_velocities(robot, res):
@@ -33,7 +34,7 @@ def _foot_velocities(robot, res):
 
 def test_stance_feet_do_not_move_and_swing_feet_do(b1, trot):
     speed = np.linalg.norm(_foot_velocities(b1, trot), axis=2)
-    assert trot.contact.any(axis=0).all() and (~trot.contact).any(axis=0).all()  # every foot stands and swings
+    assert trot.contact.any(axis=0).all() and (~trot.contact).any(axis=0).all()  # each foot stands, swings
     assert np.abs(np.diff(trot.contact.astype(int), axis=0)).sum() >= 8  # lift-offs and touchdowns
     assert speed[trot.contact].max() <= 1e-6
     assert np.median(speed[~trot.contact]) > 0.05
@@ -75,7 +76,8 @@ def test_sharper_friction_than_the_estimator(b1):
     tau, slope = friction_torque(np.array([0.01, -0.05]), 2.0, 0.1, 0.01)
     assert tau == pytest.approx([2.0 * np.tanh(1.0) + 0.001, -2.0 * np.tanh(5.0) - 0.005])
     h = 1e-7
-    num = (friction_torque(0.004 + h, 2.0, 0.1, 0.01)[0] - friction_torque(0.004 - h, 2.0, 0.1, 0.01)[0]) / (2 * h)
+    num = (friction_torque(0.004 + h, 2.0, 0.1, 0.01)[0]
+           - friction_torque(0.004 - h, 2.0, 0.1, 0.01)[0]) / (2 * h)
     assert friction_torque(0.004, 2.0, 0.1, 0.01)[1] == pytest.approx(num, rel=1e-6)
 
 
@@ -117,7 +119,8 @@ def test_study_simulates_the_rigid_truth(b1):
     drawn = draw_truth(b1, 2)
     nb, n = 10 * b1.n_bodies, b1.n_joints
     assert np.allclose(p_true[:nb], drawn["inertial"].ravel())
-    assert np.allclose(p_true[nb:nb + 2 * n:2], drawn["fc"]) and np.allclose(p_true[nb + 2 * n:], drawn["armature"])
+    assert np.allclose(p_true[nb:nb + 2 * n:2], drawn["fc"])
+    assert np.allclose(p_true[nb + 2 * n:], drawn["armature"])
     assert train.truth["foot_radius"] == 0.0 and train.truth["friction_velocity_scale"] == 0.01
     assert train.truth["controller"]["motion"] == "trot" and held.truth["controller"]["motion"] == "sway"
     assert held.contact.all() and held.truth["noise"] == 0.0

@@ -120,7 +120,8 @@ class _Stepper:
         """(J_c (3·n_stance, nv), foot positions (n_stance, 3)) at q (kinematics updated by the caller)."""
         if not stance:
             return np.zeros((0, self.model.nv)), np.zeros((0, 3))
-        J = np.vstack([pin.getFrameJacobian(self.model, self.data, self.fids[f], self.ref)[:3] for f in stance])
+        J = np.vstack([pin.getFrameJacobian(self.model, self.data, self.fids[f], self.ref)[:3]
+                       for f in stance])
         p = np.array([self.data.oMf[self.fids[f]].translation for f in stance])
         return J, p
 
@@ -297,7 +298,8 @@ def simulate_rigid_stance(
                 if changed:
                     v = sim.project(q, v, stance)
             if not (np.all(np.isfinite(q)) and np.all(np.isfinite(v))) or abs(q[2]) > 10:
-                raise RigidContactSimError(f"rigid-contact simulation diverged at t = {t0 + s * timestep:.4g} s")
+                raise RigidContactSimError(
+                    f"rigid-contact simulation diverged at t = {t0 + s * timestep:.4g} s")
         return q, v, tau, forces, first_a
 
     n_settle = int(round(settle / (substeps * timestep)))
@@ -369,4 +371,5 @@ def simulate_rigid_stance(
                         truth=truth, meas=meas, **out)
 
 
-__all__ = ["RIGID_MOTIONS", "RigidContactSimError", "friction_torque", "simulate_rigid_stance", "trot_offsets"]
+__all__ = ["RIGID_MOTIONS", "RigidContactSimError", "friction_torque", "simulate_rigid_stance",
+           "trot_offsets"]

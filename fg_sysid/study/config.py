@@ -38,7 +38,8 @@ import yaml
 
 from .methods import METHODS
 
-TRUTH_KEYS = {"friction_velocity_scale": 0.05, "contacts": "soft"}  # contacts: floating bases only (soft | rigid)
+TRUTH_KEYS = {"friction_velocity_scale": 0.05,
+              "contacts": "soft"}  # floating bases only: soft (MuJoCo) | rigid (rigid_contact_sim)
 ESTIMATOR_KEYS = {"friction_velocity_scale": 0.05, "max_iterations": 20, "knot_stride": 1,
                   "energy_window_s": 0.1, "init_spread": 0.0,
                   "use_forces": False, "energy_contact": "allowance",  # the last three: floating bases only
