@@ -371,5 +371,30 @@ def simulate_rigid_stance(
                         truth=truth, meas=meas, **out)
 
 
-__all__ = ["RIGID_MOTIONS", "RigidContactSimError", "friction_torque", "simulate_rigid_stance",
-           "trot_offsets"]
+def energy_balance(robot: RobotModel, result: StanceResult, window: int = 10):
+    """Paper 004 eq. 63 at the truth of a `simulate_rigid_stance` result, over consecutive windows of
+    ``window`` sample intervals: (residual r = ΔE + W_f − W_in [J], input work W_in [J], no contact change
+    in the window (bool)), with E = T + U + ½ Σ armature v² (Pinocchio, true inertias), W_f the trapezoid
+    of the true friction power τ_f(v)ᵀv and W_in = Σ τ_kᵀ ½Δt (v_k + v_k+1) (efforts held between samples).
+    Windows with a contact change contain a touchdown impact (energy lost, r < 0)."""
+    tr = result.truth
+    model = robot.model.copy()
+    robot.write_inertias(model, np.array([[tr["parameters"][f"{b}.{s}"] for s in INERTIAL_SUFFIXES]
+                                          for b in robot.body_names]))
+    data = model.createData()
+    fc, fv, arm = (np.array([tr["parameters"][f"{j}.{k}"] for j in robot.joint_names])
+                   for k in ("fc", "fv", "armature"))
+    E = np.array([pin.computeKineticEnergy(model, data, q, v) + pin.computePotentialEnergy(model, data, q)
+                  + 0.5 * arm @ vj ** 2
+                  for q, v, vj in zip(result.q_pin, result.v_pin, result.v, strict=True)])
+    dt = np.diff(result.t)
+    pf = np.sum(friction_torque(result.v, fc, fv, tr["friction_velocity_scale"])[0] * result.v, axis=1)
+    w_in = np.sum(result.tau[:-1] * 0.5 * (result.v[:-1] + result.v[1:]), axis=1) * dt
+    r = np.diff(E) + 0.5 * (pf[:-1] + pf[1:]) * dt - w_in
+    starts = np.arange(0, r.size - window + 1, window)
+    same = np.array([not np.diff(result.contact[i:i + window + 1].astype(int), axis=0).any() for i in starts])
+    return np.add.reduceat(r, starts)[: starts.size], np.add.reduceat(w_in, starts)[: starts.size], same
+
+
+__all__ = ["RIGID_MOTIONS", "RigidContactSimError", "energy_balance", "friction_torque",
+           "simulate_rigid_stance", "trot_offsets"]
