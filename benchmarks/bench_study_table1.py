@@ -74,6 +74,9 @@ def main():
     cols = ["heldout_rmse", "inertial_error", "inertial_base_error", "friction_error"]
     cols = [c for c in cols if c in ok.columns]
     table = ok.groupby(["robot", "method"])[cols].mean().round(3)
+    table["friction_median"] = ok.groupby(["robot", "method"])["friction_error"].median().round(3)
+    if "info_iterations" in ok.columns:  # LM iterations including stages / IRLS / AL rounds (paper: Table I)
+        table["iterations"] = ok.groupby(["robot", "method"])["info_iterations"].mean().round(1)
     table["runs"] = ok.groupby(["robot", "method"]).size()
     pd.set_option("display.width", 200)
     print("means over seeds (relative errors, held-out effort RMSE):")
