@@ -10,11 +10,16 @@ and with the energy term (smoother+energy), plus the two regressions. Prints mea
 larger K on the same ``--out`` only runs the new seeds (chunks of complete seeds). ``--config`` picks
 another protocol file, e.g. the quadruped row (`table1_quadruped.yaml`, MuJoCo B1). Besides the means it
 prints, per robot, the paired change of the friction error with the energy rows (same seeds).
+
+``--reuse-smoother-from DIR``: before running, copy the finished ``smoother`` runs (no energy rows) of the
+same run ids from another study's ``DIR/runs`` — for a variant that changes only the energy rows'
+settings (e.g. ``energy_contact``), whose smoother fits are identical (same truth, guess and estimator).
 """
 
 from __future__ import annotations
 
 import argparse
+import shutil
 import time
 from pathlib import Path
 
@@ -36,6 +41,7 @@ def main():
     ap.add_argument("--methods", default=None, help="comma-separated subset of the config's methods")
     ap.add_argument("--robots", default=None, help="comma-separated subset of the config's robots")
     ap.add_argument("--config", default=None, help="protocol file (default examples/studies/table1.yaml)")
+    ap.add_argument("--reuse-smoother-from", default=None, help="study dir whose smoother runs to copy")
     args = ap.parse_args()
     path = Path(args.config) if args.config else (
         Path(__file__).resolve().parents[1] / "examples" / "studies" / "table1.yaml")
@@ -47,6 +53,16 @@ def main():
     if args.robots:
         raw["robots"] = args.robots.split(",")
     cfg = parse_config(raw, str(path))
+    if args.reuse_smoother_from:
+        (Path(args.out) / "runs").mkdir(parents=True, exist_ok=True)
+        copied = 0
+        for spec in cfg.runs:
+            src = Path(args.reuse_smoother_from) / "runs" / f"{spec.file_stem}.parquet"
+            dst = Path(args.out) / "runs" / src.name
+            if spec.method == "smoother" and src.exists() and not dst.exists():
+                shutil.copyfile(src, dst)
+                copied += 1
+        print(f"reused {copied} smoother runs from {args.reuse_smoother_from}")
     t0 = time.perf_counter()
     counts = run_study(cfg, args.out, workers=args.workers)
     rows = counts.pop("results")
@@ -58,6 +74,9 @@ def main():
     cols = ["heldout_rmse", "inertial_error", "inertial_base_error", "friction_error"]
     cols = [c for c in cols if c in ok.columns]
     table = ok.groupby(["robot", "method"])[cols].mean().round(3)
+    table["friction_median"] = ok.groupby(["robot", "method"])["friction_error"].median().round(3)
+    if "info_iterations" in ok.columns:  # LM iterations including stages / IRLS / AL rounds (paper: Table I)
+        table["iterations"] = ok.groupby(["robot", "method"])["info_iterations"].mean().round(1)
     table["runs"] = ok.groupby(["robot", "method"]).size()
     pd.set_option("display.width", 200)
     print("means over seeds (relative errors, held-out effort RMSE):")

@@ -38,10 +38,12 @@ import yaml
 
 from .methods import METHODS
 
-TRUTH_KEYS = {"friction_velocity_scale": 0.05}
+TRUTH_KEYS = {"friction_velocity_scale": 0.05,
+              "contacts": "soft"}  # floating bases only: soft (MuJoCo) | rigid (rigid_contact_sim)
 ESTIMATOR_KEYS = {"friction_velocity_scale": 0.05, "max_iterations": 20, "knot_stride": 1,
                   "energy_window_s": 0.1, "init_spread": 0.0,
-                  "use_forces": False, "energy_contact": "allowance"}  # the last two: floating bases only
+                  "use_forces": False, "energy_contact": "allowance",  # the last three: floating bases only
+                  "bilateral_contacts": False}
 HELDOUT_KEYS = {"duration": 4.0, "seed_offset": 1000}
 TOP_KEYS = {"name", "robots", "motions", "noise", "methods", "seeds", "options", "truth", "estimator",
             "heldout"}
@@ -118,9 +120,12 @@ def _check_values(src, where, d):
                 _err(src, f"{where}.{k} must be an integer >= {0 if k == 'seed_offset' else 1}, got {v!r}")
         elif k == "init_spread":
             _number(src, f"{where}.{k}", v, nonneg=True)
-        elif k == "use_forces":
+        elif k in ("use_forces", "bilateral_contacts"):
             if not isinstance(v, bool):
                 _err(src, f"{where}.{k} must be true or false, got {v!r}")
+        elif k == "contacts":
+            if v not in ("soft", "rigid"):
+                _err(src, f"{where}.{k} must be soft (MuJoCo) or rigid (rigid point contacts), got {v!r}")
         elif k == "energy_contact":
             from ..estimation.energy_contact import CONTACT_WORK_MODES
 

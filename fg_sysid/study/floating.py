@@ -71,9 +71,12 @@ def nominal_parameters(robot, velocity_scale: float = 0.05) -> np.ndarray:
 
 
 def simulate_floating(robot, spec):
-    """(training `StanceResult`, held-out `StanceResult`, true physical vector p*) of ``spec``."""
+    """(training `StanceResult`, held-out `StanceResult`, true physical vector p*) of ``spec``
+    (``truth.contacts``: ``soft`` = MuJoCo, ``rigid`` = `simulate_rigid`)."""
     from ..datasets.mujoco_sim import draw_truth, simulate_stance
 
+    if spec.truth.get("contacts", "soft") == "rigid":
+        return simulate_rigid(robot, spec)
     drawn = draw_truth(robot, spec.seed)
     common = dict(inertial=drawn["inertial"], friction=(drawn["fc"], drawn["fv"]), armature=drawn["armature"])
     train = simulate_stance(robot, spec.duration, spec.rate, seed=spec.seed, noise=spec.noise,
@@ -104,6 +107,7 @@ def fit_floating(robot, log, spec, feet, radius):
         kw = {"prior_mean": p_nom}
     sm = FloatingBaseSmoother(robot, feet, contact_radius=radius,
                               use_forces=bool(opt.get("use_forces", False)),
+                              friction_coefficient=None if opt.get("bilateral_contacts", False) else 1.0,
                               energy_contact=str(opt.get("energy_contact", "allowance")),
                               friction_velocity_scale=opt["friction_velocity_scale"],
                               max_iterations=int(opt["max_iterations"]),
@@ -152,3 +156,26 @@ def run_floating(robot, spec) -> tuple[dict, dict, float, float]:
     vs = spec.estimator["friction_velocity_scale"]
     metrics = evaluate_floating(robot, p, p_true, held, feet, radius, vs)
     return metrics, info, t1 - t0, t2 - t1
+
+
+def simulate_rigid(robot, spec):
+    """`simulate_floating` with rigid point contacts (``truth.contacts: rigid``, issue 12): the same drawn
+    truth as the MuJoCo runs (`mujoco_sim.draw_truth`), simulated by `rigid_contact_sim` — stance feet do no
+    work (paper 004 eq. 63's assumption), friction fc tanh(v / truth.friction_velocity_scale) + fv v,
+    efforts held between samples. Training: the motion's first word (``trot`` with hip sway, ``sway``,
+    ``stand``; anything else → trot); held-out: a noise-free sway on four feet (no contact change)."""
+    from ..datasets.mujoco_sim import draw_truth
+    from ..datasets.rigid_contact_sim import RIGID_MOTIONS, simulate_rigid_stance
+
+    drawn = draw_truth(robot, spec.seed, foot_radius=0.0)
+    word = str(spec.motion).split("-")[0].lower()
+    common = dict(inertial=drawn["inertial"], friction=(drawn["fc"], drawn["fv"]), armature=drawn["armature"],
+                  friction_velocity_scale=float(spec.truth["friction_velocity_scale"]))
+    train = simulate_rigid_stance(robot, spec.duration, spec.rate, seed=spec.seed, noise=spec.noise,
+                                  motion=word if word in RIGID_MOTIONS else "trot", **common)
+    held = simulate_rigid_stance(robot, float(spec.heldout["duration"]), spec.rate,
+                                 seed=spec.seed + int(spec.heldout["seed_offset"]), noise=0.0, motion="sway",
+                                 sway_amplitude=0.5, **common)
+    names = robot.parameter_names(("fc", "fv"))
+    p_true = np.array([train.truth["parameters"][n] for n in names], float)
+    return train, held, p_true
