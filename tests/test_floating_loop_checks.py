@@ -133,6 +133,8 @@ def test_saturated_samples_warn_and_leave_their_knots_out(robot):
     res = floating_loops._knot_masked(term, keep).evaluate(ev, False)
     w = np.broadcast_to(res.w, (3, 12))
     assert np.all(w[0] == 2.0) and np.all(w[1] == 0.0) and np.all(w[2] == 2.0)
+    w = np.broadcast_to(floating_loops._knot_masked(term, keep, 0.01).evaluate(ev, False).w, (3, 12))
+    assert np.allclose(w[1], 0.02) and np.all(w[0] == 2.0)
 
 
 def test_lift_friction_moves_only_the_actuated_joints_off_the_floor(robot):

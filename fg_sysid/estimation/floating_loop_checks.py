@@ -8,8 +8,8 @@ left the truth"):
   step-in-place log the FR four-bar ran into its toggle range, the knee motor sat at its 140 N·m limit
   for 76 ms and MuJoCo's accelerations reached 4e4 rad/s² — a jam no smooth state trajectory sampled at
   500 Hz can represent. `FloatingBaseSmoother` on a looped robot leaves the knots within
-  ``SATURATION_WINDOW_S`` of such samples out of the effort rows and the measured-force rows
-  (`floating_loops.finish_problem`) and out of the initial least squares (`floating_loops.
+  ``SATURATION_WINDOW_S`` of such samples out of the effort rows and weights their measured contact
+  forces 100× down (`floating_loops.finish_problem`) and out of the initial least squares (`floating_loops.
   projected_system`); states, contact and closure forces there are still estimated (kinematics, base
   wrench, closures, encoders).
 * **Fixed-state regression** (`fixed_state_system`, `map_fit`): the looped floating inverse dynamics at

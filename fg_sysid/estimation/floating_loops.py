@@ -190,11 +190,17 @@ def _weighted(term: Term, weight: float) -> Term:
                 constant=term.constant)
 
 
+#: weight of the measured contact forces at knots in saturation windows (σ_f × 100: the forces there are
+#: anchored loosely, so that the knot blocks and the posterior covariance stay regular, and do not pull θ)
+SATURATED_FORCE_WEIGHT = 0.01
+
+
 def saturated_samples(robot, log: Log) -> np.ndarray:
     """Samples (N,) within `floating_loop_checks.SATURATION_WINDOW_S` of an actuated effort at its effort
     limit (`floating_loop_checks.saturation_window`; the robot's URDF ``effort`` limits); warns when
-    there are any. Their knots are left out of the effort and measured-force rows (a jam or an actuator
-    at its current limit is not the model's dynamics: docs/loops-floating.md)."""
+    there are any. Their knots are left out of the effort rows and their measured forces weighted
+    `SATURATED_FORCE_WEIGHT` (a jam or an actuator at its current limit is not the model's dynamics:
+    docs/loops-floating.md)."""
     import warnings
 
     from .floating_loop_checks import SATURATION_LEVEL, SATURATION_WINDOW_S, saturation_window
@@ -210,14 +216,14 @@ def saturated_samples(robot, log: Log) -> np.ndarray:
         joints = [j for j, c in zip(robot.joint_names, sat.sum(axis=0), strict=True) if c]
         warnings.warn(f"efforts at {SATURATION_LEVEL:g} x their effort limit in {int(sat.any(axis=1).sum())} "
                       f"samples (joints {joints}): the knots within {SATURATION_WINDOW_S:g} s "
-                      f"({100 * out.mean():.1f} % of the log) are left out of the effort and measured-force "
-                      "rows", stacklevel=4)
+                      f"({100 * out.mean():.1f} % of the log) are left out of the effort rows (measured "
+                      f"forces weighted {SATURATED_FORCE_WEIGHT:g})", stacklevel=4)
     return out
 
 
 def saturation_knots(smoother) -> np.ndarray:
-    """Knots (N_knots,) kept in the effort and measured-force rows: False in saturation windows
-    (`saturated_samples`, mapped through the knots' sample indices)."""
+    """Knots (N_knots,) kept in the effort rows (and at full measured-force weight): False in saturation
+    windows (`saturated_samples`, mapped through the knots' sample indices)."""
     idx = np.asarray(smoother._idx, int)
     sat = getattr(smoother, "_saturated", None)
     if sat is None or sat.size <= idx.max(initial=0):
@@ -225,12 +231,14 @@ def saturation_knots(smoother) -> np.ndarray:
     return ~sat[idx]
 
 
-def _knot_masked(term: Term, keep: np.ndarray) -> Term:
-    """``term`` (a knot term) with its row weights zeroed at the knots where ``keep`` (N_knots,) is False."""
+def _knot_masked(term: Term, keep: np.ndarray, floor: float = 0.0) -> Term:
+    """``term`` (a knot term) with its row weights multiplied by ``floor`` at the knots where ``keep``
+    (N_knots,) is False (0: rows left out)."""
+    scale = np.where(np.asarray(keep, bool), 1.0, float(floor))[:, None]
 
     def evaluate(ev, jac):
         res = term.evaluate(ev, jac)
-        m = np.asarray(ev.rows(np.asarray(keep, float)[:, None]), float)  # (N_eval, 1)
+        m = np.asarray(ev.rows(scale), float)  # (N_eval, 1)
         w = m if res.w is None else np.asarray(res.w, float) * m
         return dataclasses.replace(res, w=w)
 
@@ -257,7 +265,8 @@ def finish_problem(problem: Problem, smoother, noise) -> Problem:
         problem.add(_weighted(t, POSITION_WEIGHT) if t.name == "loop_position" else t)
     problem.add(loop_terms.force_prior(problem, loop_terms.force_scale(robot)))
     if not keep.all():  # measured contact forces left out in the saturation windows too
-        problem.terms = [_knot_masked(t, keep) if t.name == "measured_forces" else t for t in problem.terms]
+        problem.terms = [_knot_masked(t, keep, SATURATED_FORCE_WEIGHT) if t.name == "measured_forces" else t
+                         for t in problem.terms]
     assert "inverse_dynamics" in old and "base_wrench" in old
     return problem
 
