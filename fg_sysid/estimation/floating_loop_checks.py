@@ -116,9 +116,10 @@ def map_fit(A, b, p_bar, p_std, sigma_rows: float, lower=None) -> tuple[np.ndarr
     M = np.vstack([np.asarray(A, float) / sigma_rows, np.diag(1.0 / p_std)])
     rhs = np.concatenate([np.asarray(b, float) / sigma_rows, p_bar / p_std])
     lo = np.full(p_bar.size, -np.inf) if lower is None else np.asarray(lower, float)
-    p = lsq_linear(M, rhs, bounds=(lo, np.full(p_bar.size, np.inf)), lsmr_tol="auto", max_iter=2000).x
-    cov = np.linalg.pinv(M.T @ M)
-    return p, cov
+    Q, R = np.linalg.qr(M)  # the same bounded problem on the square factor (fast active-set solve)
+    p = lsq_linear(R, Q.T @ rhs, bounds=(lo, np.full(p_bar.size, np.inf)), method="bvls").x
+    Ri = np.linalg.pinv(R)
+    return p, Ri @ Ri.T
 
 
 def mass_split(robot, cov, names) -> dict:
