@@ -135,31 +135,3 @@ def test_saturated_samples_warn_and_leave_their_knots_out(robot):
     assert np.all(w[0] == 2.0) and np.all(w[1] == 0.0) and np.all(w[2] == 2.0)
     w = np.broadcast_to(floating_loops._knot_masked(term, keep, 0.01).evaluate(ev, False).w, (3, 12))
     assert np.allclose(w[1], 0.02) and np.all(w[0] == 2.0)
-
-
-def test_lift_friction_moves_only_the_actuated_joints_off_the_floor(robot):
-    """`floating_loops.lift_friction`: actuated joints' fc/fv at the floor start at 1 % of their effort RMS
-    (fv: a tenth of that over the velocity RMS); values above are kept; passive joints untouched."""
-    from fg_sysid.estimation.floating_smoother import FloatingBaseSmoother
-    from fg_sysid.robots.loops import passive_mask
-
-    sm = FloatingBaseSmoother(robot).setup()
-    lay, n, nv = sm.layout_, robot.n_joints, robot.nv
-    iv = np.asarray(robot.joint_index_v())
-    taum, vm = np.zeros((4, nv)), np.zeros((4, nv))
-    taum[:, iv] = np.array([[20.0], [-20.0], [20.0], [-20.0]])  # RMS 20 N·m
-    vm[:, iv] = 0.5  # RMS 0.5 rad/s
-    fake = types.SimpleNamespace(robot=robot, layout_=lay, _taum=taum, _tau_mask=np.ones((4, nv), bool),
-                                 _vm=vm, fit_friction=True)
-    p = lay.nominal_physical()
-    fr = np.full((n, 2), 1e-9)
-    fr[0] = (3.0, 2.0)  # an actuated joint (FL hip) already off the floor
-    p[lay.s_friction] = fr.ravel()
-    out = floating_loops.lift_friction(fake, p).copy()
-    got = out[lay.s_friction].reshape(n, 2)
-    pas = passive_mask(robot)
-    assert np.allclose(got[0], (3.0, 2.0))
-    act = np.flatnonzero(~pas)[1:]
-    assert np.allclose(got[act, 0], 0.2) and np.allclose(got[act, 1], 0.1 * 0.2 / 0.5)
-    assert np.allclose(got[pas], 1e-9)
-    assert np.array_equal(np.delete(out, np.r_[lay.s_friction]), np.delete(p, np.r_[lay.s_friction]))

@@ -533,35 +533,3 @@ def fix_passive(robot, layout, p: np.ndarray) -> np.ndarray:
     idx = np.arange(layout.s_armature.start, layout.s_armature.stop)[passive_mask(robot)]
     p[idx] = layout.armature.FLOOR
     return p
-
-
-#: the actuated joints' Coulomb friction starts at least at this fraction of the joint's effort RMS
-FRICTION_START_FRACTION = 0.01
-
-
-def lift_friction(smoother, p: np.ndarray) -> np.ndarray:
-    """Physical parameters p with the actuated joints' Coulomb–viscous friction lifted off the floor of the
-    exp parameterization: fc ≥ `FRICTION_START_FRACTION` × RMS(τ_j) [N·m], fv ≥ 0.1 × that / RMS(v_j)
-    [N·m·s/rad] (efforts and encoder velocities at the knots). The bounded least squares often puts one
-    of (fc, fv) at its bound 0, the start then sits at the floor, where d(cost)/d(log f) = f·d(cost)/df
-    vanishes and the fit never leaves it (on the B1 four-bar log: every joint ended with fc *or* fv at
-    1e-3 / 1e-4, the other one absorbing both; docs/loops-floating.md). Passive joints and other friction
-    models are left as they are."""
-    robot, lay = smoother.robot, smoother.layout_
-    if not getattr(smoother, "fit_friction", True) or lay.friction.name != "coulomb-viscous":
-        return p
-    p = np.array(p, float)
-    iv = np.asarray(robot.joint_index_v(), int)
-    tau = np.asarray(smoother._taum, float)[:, iv] * np.asarray(smoother._tau_mask, bool)[:, iv]
-    tau_rms = np.sqrt(np.mean(tau ** 2, axis=0))
-    vm = getattr(smoother, "_vm", None)
-    v_rms = (np.sqrt(np.mean(np.asarray(vm, float)[:, iv] ** 2, axis=0)) if vm is not None
-             else np.full(iv.size, np.inf))
-    act = ~passive_mask(robot) & np.isfinite(tau_rms) & (tau_rms > 0)
-    fr = p[lay.s_friction].reshape(lay.nj, 2)
-    fc0 = FRICTION_START_FRACTION * tau_rms
-    fv0 = np.where(np.isfinite(v_rms), 0.1 * fc0 / np.maximum(v_rms, 1e-3), 0.0)
-    fr[act, 0] = np.maximum(fr[act, 0], fc0[act])
-    fr[act, 1] = np.maximum(fr[act, 1], fv0[act])
-    p[lay.s_friction] = fr.ravel()
-    return p

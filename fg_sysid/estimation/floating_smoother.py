@@ -510,7 +510,6 @@ class FloatingBaseSmoother(JointSmoother):
         p_init = self._initial_parameters(log, qfull, p_bar) if use_ls else None
         if p_init is not None and robot.loops:  # passive joints: no rotor (issue 11)
             p_init = floating_loops.fix_passive(robot, self.layout_, p_init)
-            p_init = floating_loops.lift_friction(self, p_init)  # off the exp floor (issue 11, floating)
         if p_init is not None:
             self._p_scale = np.where(np.arange(p_bar.size) < 10 * robot.n_bodies, p_bar,
                                      np.maximum(p_init, p_bar))
