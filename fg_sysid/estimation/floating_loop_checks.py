@@ -3,15 +3,15 @@
 Two tools that separate what a floating looped fit gets wrong (docs/loops-floating.md, "Why the fit
 left the truth"):
 
-* **Saturation windows** (`saturation_window`). A log in which an actuated effort reaches its effort
-  limit (URDF ``effort``) is a log where the robot is not driven by the model's dynamics alone: on the B1
-  step-in-place log the FR four-bar ran into its toggle range, the knee motor sat at its 140 N·m limit
-  for 76 ms and MuJoCo's accelerations reached 4e4 rad/s² — a jam no smooth state trajectory sampled at
-  500 Hz can represent. `FloatingBaseSmoother` on a looped robot leaves the knots within
-  ``SATURATION_WINDOW_S`` of such samples out of the effort rows and weights their measured contact
-  forces 100× down (`floating_loops.finish_problem`) and out of the initial least squares (`floating_loops.
-  projected_system`); states, contact and closure forces there are still estimated (kinematics, base
-  wrench, closures, encoders).
+* **Saturation windows** (`floating_loops.saturation_window`, re-exported here). A log in which an
+  actuated effort reaches its effort limit (URDF ``effort``) is a log where the robot is not driven by
+  the model's dynamics alone: on the B1 step-in-place log the FR four-bar ran into its toggle range,
+  the knee motor sat at its 140 N·m limit for 76 ms and MuJoCo's accelerations reached 4e4 rad/s² — a
+  jam no smooth state trajectory sampled at 500 Hz can represent. `FloatingBaseSmoother` on a looped
+  robot leaves the knots within ``SATURATION_WINDOW_S`` of such samples out of the effort rows and the
+  initial least squares and weights their measured contact forces 100× down (`floating_loops.
+  finish_problem`, `floating_loops.projected_system`); states, contact and closure forces there are
+  still estimated (kinematics, base wrench, closures, encoders).
 * **Fixed-state regression** (`fixed_state_system`, `map_fit`): the looped floating inverse dynamics at
   *given* states — the estimator's model with the state estimation taken out. Per sample, with W(q, v, a)
   the regressor of the full generalized forces (`loop_baseline.full_regressor`: π per body, (fc, fv) per
@@ -32,30 +32,7 @@ from __future__ import annotations
 
 import numpy as np
 
-#: relative effort level counted as saturated (|τ| ≥ this × the effort limit)
-SATURATION_LEVEL = 0.99
-#: half-width [s] of the window around saturated samples left out of the effort and force rows
-SATURATION_WINDOW_S = 0.1
-
-
-def saturation_window(t, tau, limits, level: float = SATURATION_LEVEL,
-                      window_s: float = SATURATION_WINDOW_S) -> np.ndarray:
-    """Samples within ``window_s`` [s] of a sample where some effort is saturated.
-
-    ``t`` (N,) [s], ``tau`` (N, n) efforts [N·m | N] (NaN = not measured: never saturated), ``limits``
-    (n,) effort limits (inf or ≤ 0: no limit). Returns a bool mask (N,): True = inside a window."""
-    t = np.asarray(t, float)
-    tau = np.atleast_2d(np.asarray(tau, float))
-    lim = np.asarray(limits, float)
-    if tau.shape != (t.size, lim.size):
-        raise ValueError(f"tau must be (N={t.size}, {lim.size}), got {tau.shape}")
-    ok = np.isfinite(lim) & (lim > 0)
-    with np.errstate(invalid="ignore"):
-        sat = np.any((np.abs(np.nan_to_num(tau)) >= level * np.where(ok, lim, np.inf))[:, ok], axis=1)
-    out = np.zeros(t.size, bool)
-    for ts in t[sat]:
-        out |= np.abs(t - ts) <= window_s + 1e-9  # (sample times on a grid: round-off)
-    return out
+from .floating_loops import SATURATION_LEVEL, SATURATION_WINDOW_S, saturation_window  # noqa: F401
 
 
 def fixed_state_system(robot, q, v, a, tau, forces=None, stance=None, velocity_scale: float = 0.05):

@@ -190,20 +190,44 @@ def _weighted(term: Term, weight: float) -> Term:
                 constant=term.constant)
 
 
+#: relative effort level counted as saturated (|τ| ≥ this × the effort limit)
+SATURATION_LEVEL = 0.99
+#: half-width [s] of the window around saturated samples left out of the effort and force rows
+SATURATION_WINDOW_S = 0.1
+
+
+def saturation_window(t, tau, limits, level: float = SATURATION_LEVEL,
+                      window_s: float = SATURATION_WINDOW_S) -> np.ndarray:
+    """Samples within ``window_s`` [s] of a sample where some effort is saturated.
+
+    ``t`` (N,) [s], ``tau`` (N, n) efforts [N·m | N] (NaN = not measured: never saturated), ``limits``
+    (n,) effort limits (inf or ≤ 0: no limit). Returns a bool mask (N,): True = inside a window."""
+    t = np.asarray(t, float)
+    tau = np.atleast_2d(np.asarray(tau, float))
+    lim = np.asarray(limits, float)
+    if tau.shape != (t.size, lim.size):
+        raise ValueError(f"tau must be (N={t.size}, {lim.size}), got {tau.shape}")
+    ok = np.isfinite(lim) & (lim > 0)
+    with np.errstate(invalid="ignore"):
+        sat = np.any((np.abs(np.nan_to_num(tau)) >= level * np.where(ok, lim, np.inf))[:, ok], axis=1)
+    out = np.zeros(t.size, bool)
+    for ts in t[sat]:
+        out |= np.abs(t - ts) <= window_s + 1e-9  # (sample times on a grid: round-off)
+    return out
+
+
 #: weight of the measured contact forces at knots in saturation windows (σ_f × 100: the forces there are
 #: anchored loosely, so that the knot blocks and the posterior covariance stay regular, and do not pull θ)
 SATURATED_FORCE_WEIGHT = 0.01
 
 
 def saturated_samples(robot, log: Log) -> np.ndarray:
-    """Samples (N,) within `floating_loop_checks.SATURATION_WINDOW_S` of an actuated effort at its effort
-    limit (`floating_loop_checks.saturation_window`; the robot's URDF ``effort`` limits); warns when
+    """Samples (N,) within `SATURATION_WINDOW_S` of an actuated effort at its effort
+    limit (`saturation_window`; the robot's URDF ``effort`` limits); warns when
     there are any. Their knots are left out of the effort rows and their measured forces weighted
     `SATURATED_FORCE_WEIGHT` (a jam or an actuator at its current limit is not the model's dynamics:
     docs/loops-floating.md)."""
     import warnings
-
-    from .floating_loop_checks import SATURATION_LEVEL, SATURATION_WINDOW_S, saturation_window
 
     tau = np.asarray(log.tau, float)
     lim = np.asarray(robot.effort_limits(), float)
