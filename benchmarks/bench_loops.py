@@ -361,6 +361,10 @@ def run_floating(args) -> pd.DataFrame:
             print(f"  WARNING: the {key} log's robot fell (base tilt {r.truth['base_tilt_max_deg']:.0f} "
                   f"deg > {FALL_TILT_DEG:g}): not a step in place; use a longer --floating-step-period",
                   flush=True)
+        if r.truth.get("effort_saturated_samples"):  # e.g. a four-bar run into its toggle range
+            print(f"  note: the {key} log has efforts at their limit (samples per joint: "
+                  f"{r.truth['effort_saturated_samples']}); the loop smoother leaves those windows out of "
+                  "its effort and force rows", flush=True)
     training_collinearity(robot, res_tr)
     rows, st_sg, ser_sg = floating_sg_states(robot, serial, log_ho, res_ho)
     st_ex, ser_ex = floating_exact_states(robot, serial, res_ho, exact["a_pin"], rows)

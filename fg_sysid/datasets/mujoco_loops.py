@@ -656,6 +656,9 @@ def simulate_loop_stance(robot: RobotModel, duration: float = 4.8, rate: float =
     doc["base_tilt_max_deg"] = float(base_tilt_deg(q_pin).max())  # a fall shows here (docs/loops-floating.md)
     contact = debounce_contacts(contact, int(round(0.02 * rate)))
     doc["feet_in_contact_min"] = int(np.asarray(contact, bool).sum(axis=1).min())  # debounced flags
+    # efforts at their limit (a jammed linkage shows here: docs/loops-floating.md), samples per joint
+    sat = np.abs(out["tau"]) >= 0.99 * robot.effort_limits()[None]
+    doc["effort_saturated_samples"] = {names[j]: int(c) for j, c in enumerate(sat.sum(axis=0)) if c}
     rng_noise = np.random.default_rng(np.random.SeedSequence(int(seed)).spawn(3)[2])
     meas = {}
     for key, sigma in (("q", noise), ("v", noise), ("tau", noise), ("gyro", noise), ("acc", 10.0 * noise)):

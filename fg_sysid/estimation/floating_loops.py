@@ -105,6 +105,7 @@ def prepare_log(smoother, log: Log) -> Log:
     if getattr(smoother, "energy", False):
         raise EstimationError("energy observations are not available for looped robots")
     smoother._loops = loop_terms.closures(robot)
+    smoother._saturated = saturated_samples(robot, log)
     enc = encoded_mask(robot)
     if enc.all():
         return log
@@ -189,6 +190,85 @@ def _weighted(term: Term, weight: float) -> Term:
                 constant=term.constant)
 
 
+#: relative effort level counted as saturated (|τ| ≥ this × the effort limit)
+SATURATION_LEVEL = 0.99
+#: half-width [s] of the window around saturated samples left out of the effort and force rows
+SATURATION_WINDOW_S = 0.1
+
+
+def saturation_window(t, tau, limits, level: float = SATURATION_LEVEL,
+                      window_s: float = SATURATION_WINDOW_S) -> np.ndarray:
+    """Samples within ``window_s`` [s] of a sample where some effort is saturated.
+
+    ``t`` (N,) [s], ``tau`` (N, n) efforts [N·m | N] (NaN = not measured: never saturated), ``limits``
+    (n,) effort limits (inf or ≤ 0: no limit). Returns a bool mask (N,): True = inside a window."""
+    t = np.asarray(t, float)
+    tau = np.atleast_2d(np.asarray(tau, float))
+    lim = np.asarray(limits, float)
+    if tau.shape != (t.size, lim.size):
+        raise ValueError(f"tau must be (N={t.size}, {lim.size}), got {tau.shape}")
+    ok = np.isfinite(lim) & (lim > 0)
+    with np.errstate(invalid="ignore"):
+        sat = np.any((np.abs(np.nan_to_num(tau)) >= level * np.where(ok, lim, np.inf))[:, ok], axis=1)
+    out = np.zeros(t.size, bool)
+    for ts in t[sat]:
+        out |= np.abs(t - ts) <= window_s + 1e-9  # (sample times on a grid: round-off)
+    return out
+
+
+#: weight of the measured contact forces at knots in saturation windows (σ_f × 100: the forces there are
+#: anchored loosely, so that the knot blocks and the posterior covariance stay regular, and do not pull θ)
+SATURATED_FORCE_WEIGHT = 0.01
+
+
+def saturated_samples(robot, log: Log) -> np.ndarray:
+    """Samples (N,) within `SATURATION_WINDOW_S` of an actuated effort at its effort
+    limit (`saturation_window`; the robot's URDF ``effort`` limits); warns when
+    there are any. Their knots are left out of the effort rows and their measured forces weighted
+    `SATURATED_FORCE_WEIGHT` (a jam or an actuator at its current limit is not the model's dynamics:
+    docs/loops-floating.md)."""
+    import warnings
+
+    tau = np.asarray(log.tau, float)
+    lim = np.asarray(robot.effort_limits(), float)
+    if tau.ndim != 2 or tau.shape[1] != lim.size:
+        return np.zeros(np.asarray(log.t).size, bool)
+    out = saturation_window(log.t, tau, lim)
+    if out.any():
+        with np.errstate(invalid="ignore"):
+            sat = np.abs(np.nan_to_num(tau)) >= SATURATION_LEVEL * lim[None]
+        joints = [j for j, c in zip(robot.joint_names, sat.sum(axis=0), strict=True) if c]
+        warnings.warn(f"efforts at {SATURATION_LEVEL:g} x their effort limit in {int(sat.any(axis=1).sum())} "
+                      f"samples (joints {joints}): the knots within {SATURATION_WINDOW_S:g} s "
+                      f"({100 * out.mean():.1f} % of the log) are left out of the effort rows (measured "
+                      f"forces weighted {SATURATED_FORCE_WEIGHT:g})", stacklevel=4)
+    return out
+
+
+def saturation_knots(smoother) -> np.ndarray:
+    """Knots (N_knots,) kept in the effort rows (and at full measured-force weight): False in saturation
+    windows (`saturated_samples`, mapped through the knots' sample indices)."""
+    idx = np.asarray(smoother._idx, int)
+    sat = getattr(smoother, "_saturated", None)
+    if sat is None or sat.size <= idx.max(initial=0):
+        return np.ones(idx.size, bool)
+    return ~sat[idx]
+
+
+def _knot_masked(term: Term, keep: np.ndarray, floor: float = 0.0) -> Term:
+    """``term`` (a knot term) with its row weights multiplied by ``floor`` at the knots where ``keep``
+    (N_knots,) is False (0: rows left out)."""
+    scale = np.where(np.asarray(keep, bool), 1.0, float(floor))[:, None]
+
+    def evaluate(ev, jac):
+        res = term.evaluate(ev, jac)
+        m = np.asarray(ev.rows(scale), float)  # (N_eval, 1)
+        w = m if res.w is None else np.asarray(res.w, float) * m
+        return dataclasses.replace(res, w=w)
+
+    return Term(term.name, term.touches, term.role, evaluate, sigma=term.sigma, constant=term.constant)
+
+
 def finish_problem(problem: Problem, smoother, noise) -> Problem:
     """Turn the floating tree term set into the looped one: the inverse dynamics (joint rows, base
     rows) replaced by `loop_dynamics`, closure constraints (position rows weighted, module docstring)
@@ -198,6 +278,8 @@ def finish_problem(problem: Problem, smoother, noise) -> Problem:
     old = [t.name for t in problem.terms]
     problem.terms = [t for t in problem.terms if t.name not in ("inverse_dynamics", "base_wrench")]
     wt = np.where(np.isfinite(noise.tau), 1.0 / np.asarray(noise.tau, float), 0.0)
+    keep = saturation_knots(smoother)
+    smoother._tau_mask[~keep] = False  # effort rows left out in the saturation windows (_finish, IRLS)
     w_joint = smoother._tau_mask[:, iv] * wt[None, :]
     sigma_base = smoother.SIGMA_CONSTRAINT["base_wrench"]
     for t in loop_dynamics(smoother, problem, smoother._taum, w_joint, sigma_base):
@@ -206,6 +288,9 @@ def finish_problem(problem: Problem, smoother, noise) -> Problem:
                                         SIGMA_ACCELERATION):
         problem.add(_weighted(t, POSITION_WEIGHT) if t.name == "loop_position" else t)
     problem.add(loop_terms.force_prior(problem, loop_terms.force_scale(robot)))
+    if not keep.all():  # measured contact forces left out in the saturation windows too
+        problem.terms = [_knot_masked(t, keep, SATURATED_FORCE_WEIGHT) if t.name == "measured_forces" else t
+                         for t in problem.terms]
     assert "inverse_dynamics" in old and "base_wrench" in old
     return problem
 
@@ -257,10 +342,13 @@ def project_states(smoother, x) -> tuple:
 
 
 def id_residual(smoother, x, theta) -> np.ndarray:
-    """Full inverse-dynamics residual (N, nv) with contacts and closure forces (module docstring)."""
+    """Full inverse-dynamics residual (N, nv) with contacts and closure forces (module docstring); zero
+    at the knots left out in effort-saturation windows (`saturation_knots`: the IRLS effort stds and
+    ``summary.json``'s residual statistics exclude them)."""
     ib = [n for n, _ in smoother.problem_.blocks].index(loop_terms.BLOCK)
     r = smoother.id_factor(*x[:4], theta, smoother._taum, jacobians=False)[0]
-    return r - smoother._loops.generalized_force(x[0], x[ib], False)[0]
+    r = r - smoother._loops.generalized_force(x[0], x[ib], False)[0]
+    return r * saturation_knots(smoother)[:, None]  # knots in saturation windows: left out (zeros)
 
 
 def residuals_si(viol: dict) -> dict:
@@ -422,6 +510,9 @@ def projected_system(smoother, log: Log, qfull: np.ndarray, stride: int = 4):
     w = _odd_window(smoother.sg_window_s, dt, order, t.size)
     rows, qs, vs, as_ = manifold_sg_states(model, qfull, dt, w, order)
     sel = np.arange(0, rows.size, max(int(stride), 1))
+    sat = getattr(smoother, "_saturated", None)
+    if sat is not None and sat.shape[0] == t.size:  # effort-saturation windows left out
+        sel = sel[~sat[rows[sel]]]
     rows, qs, vs, as_ = rows[sel], qs[sel], vs[sel], as_[sel]
     qs, vs, as_ = project_states(smoother, (qs, vs, as_))
     tau = np.nan_to_num(np.asarray(log.tau, float))
