@@ -246,7 +246,7 @@ def identify_cmd(log_path, robot_source, out, method, knot_stride, sigma_q, sigm
         if robot.floating_base or method != "smoother":
             fail(f"--damping {damping} applies to the smoother on fixed-base robots")
         options["strategy"] = damping
-    if stick_weights != "none":  # issue 9 (session 8): dry-friction stick phases, fg_sysid/estimation/arm_stick.py
+    if stick_weights != "none":  # issue 9 (session 8): stick phases, estimation/arm_stick.py
         if robot.floating_base or method != "smoother" or robot.loops:
             fail(f"--stick-weights {stick_weights} applies to the smoother on fixed-base open-chain robots")
         options["stick_weights"] = stick_weights
