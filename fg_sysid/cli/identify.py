@@ -117,11 +117,12 @@ def _positive(name, val, allow_none=True):
 @click.option("--inertia", type=click.Choice(INERTIAS), default="log-cholesky", show_default=True,
               help="Inertial parameterization of the smoother (ls-sg is always raw).")
 @click.option("--friction", type=click.Choice(FRICTIONS), default=None,
-              help="Friction model. Default: coulomb-viscous-scale for the smoother on fixed-base robots "
-                   "(fc·tanh(v/vs) + fv·v, vs estimated per joint, prior mean --friction-velocity-scale), "
-                   "coulomb-viscous (vs fixed) for floating bases and the baselines. auto: coulomb-viscous-"
-                   "scale or stribeck6, chosen by blocked cross-validation on the training log "
-                   "(summary.json friction_selection says which and why; docs/friction-selection.md).")
+              help="Friction model. Default: auto for the smoother on fixed-base robots = coulomb-viscous-"
+                   "scale (fc·tanh(v/vs) + fv·v, vs estimated per joint, prior mean --friction-velocity-"
+                   "scale) or stribeck6, chosen by blocked cross-validation on the training log (summary.json "
+                   "friction_selection says which and why; docs/friction-selection.md; closed loops and "
+                   "prior-only logs: coulomb-viscous-scale); coulomb-viscous (vs fixed) for floating bases "
+                   "and the baselines.")
 @click.option("--friction-velocity-scale", type=float, default=0.05, show_default=True,
               help="vs in tau_f = fc·tanh(v/vs) + fv·v [rad/s].")
 @click.option("--max-iterations", type=int, default=30, show_default=True,
@@ -217,9 +218,8 @@ def identify_cmd(log_path, robot_source, out, method, knot_stride, sigma_q, sigm
     robot, log = load_inputs(log_path, robot_source)
     checks = run_data_checks(robot, log, method, friction_velocity_scale)  # issue 14: exit 2 or the prior
     if friction is None:
-        # auto stays opt-in for now (docs/friction-selection.md)
-        friction = ("coulomb-viscous-scale" if method == "smoother" and not robot.floating_base
-                    else "coulomb-viscous")
+        # the smoother on a fixed base: the law chosen on the log (session 8; docs/friction-selection.md)
+        friction = ("auto" if method == "smoother" and not robot.floating_base else "coulomb-viscous")
     if friction == "auto" and (method != "smoother" or robot.floating_base):  # issue 9 item 3
         fail("--friction auto applies to the smoother on fixed-base robots")
     if friction == "auto" and checks.prior_only:  # nothing to select on: the default law
