@@ -121,8 +121,8 @@ def _positive(name, val, allow_none=True):
                    "scale (fc·tanh(v/vs) + fv·v, vs estimated per joint, prior mean --friction-velocity-"
                    "scale) or stribeck6, chosen by blocked cross-validation on the training log "
                    "(summary.json friction_selection says which and why; docs/friction-selection.md; "
-                   "closed loops and prior-only logs: coulomb-viscous-scale); coulomb-viscous (vs fixed) for floating bases "
-                   "and the baselines.")
+                   "closed loops and prior-only logs: coulomb-viscous-scale); coulomb-viscous (vs fixed) "
+                   "for floating bases and the baselines.")
 @click.option("--friction-velocity-scale", type=float, default=0.05, show_default=True,
               help="vs in tau_f = fc·tanh(v/vs) + fv·v [rad/s].")
 @click.option("--max-iterations", type=int, default=30, show_default=True,
