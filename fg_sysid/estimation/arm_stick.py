@@ -5,7 +5,7 @@ Dry friction with stiction (MuJoCo ``frictionloss``, real gearboxes) is a constr
 or reverses, its friction torque is anything in ±fc_j that keeps it at rest, which fc·tanh(v/vs) + fv·v
 cannot follow. Treated as an error of the friction law with std
 
-    δ_j(v) = fc_j · (1 − tanh²(v_j / (k·vs_j)))        (k = `loop_init.STICK_WIDTH_FACTOR` = 2)
+    δ_j(v) = fc_j · (1 − tanh²(v_j / (k·vs_j)))        (k = `STICK_WIDTH_FACTOR` = 2)
 
 (≈ fc at rest, < 0.1 fc beyond 4 vs), added in quadrature to the effort noise of that row: the row's
 whitening factor 1/σ_τ becomes 1/√(σ_τ² + δ²), i.e. `JointSmoother`'s inverse-dynamics weights are
@@ -19,9 +19,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from .loop_init import STICK_WIDTH_FACTOR
+__all__ = ["STICK_MODES", "STICK_WIDTH_FACTOR", "initial_stick_sigma", "row_factor", "stick_sigma"]
 
-__all__ = ["STICK_MODES", "initial_stick_sigma", "row_factor", "stick_sigma"]
+#: the friction law's transition region: |v| ≲ STICK_WIDTH_FACTOR × its tanh width (the prior mean
+#: 0.05 rad/s when the law estimates none) — the samples whose friction torque a smooth law cannot predict
+STICK_WIDTH_FACTOR = 2.0
 
 
 def stick_sigma(layout, p: np.ndarray | None, v: np.ndarray, default_vs: float,

@@ -229,9 +229,6 @@ def initial_parameters(smoother, log: Log, theta_bar: np.ndarray, theta_std: np.
     return layout.to_physical(theta)
 
 
-#: the friction law's transition region: |v| ≲ STICK_WIDTH_FACTOR × its tanh width (the prior mean
-#: ``friction_velocity_scale`` or the joint's vs), where dry friction with stiction is anything in ±fc
-STICK_WIDTH_FACTOR = 2.0
 
 
 def stick_sigma(smoother, log: Log, p: np.ndarray | None) -> np.ndarray | None:
@@ -242,39 +239,36 @@ def stick_sigma(smoother, log: Log, p: np.ndarray | None) -> np.ndarray | None:
     joint sticks or reverses; fc·tanh(v/vs) cannot follow it. Those samples sit at velocity reversals,
     where the acceleration is largest, so unweighted they bias the armature (+105 % on the B1 knee, seed
     1) and with it the held-out torque. Each joint j contributes δ_j = fc_j · (1 − tanh²(v_j / (k·vs_j)))
-    (k = `STICK_WIDTH_FACTOR`: ≈ fc at rest, < 0.1 fc beyond 4 vs) and the actuated row a sees
+    (k = `arm_stick.STICK_WIDTH_FACTOR`: ≈ fc at rest, < 0.1 fc beyond 4 vs) and the actuated row a sees
     σ_stick,a = ‖(G_ja δ_j)_j‖ (independent joints; v = G v_a, u = Gᵀ τ: paper 000 eqs. 19, 23).
     `loop_terms.finish_problem` adds it in quadrature to σ_τ of the effort rows. States: the
     constraint-elimination pipeline's (`states`); fc, vs: the initial parameters ``p`` (physical, smoother
     layout). None when ``p`` is None, the friction model has no fc, or the states are unavailable."""
     from ..robots.loop_kinematics import ClosureKinematics
     from ..robots.loops import passive_mask
+    from .arm_stick import stick_sigma as joint_stick_sigma
 
     if p is None:
         return None
     layout, robot = smoother.layout_, smoother.robot
-    sfx = list(layout.friction.suffixes)
-    if "fc" not in sfx:
+    if "fc" not in layout.friction.suffixes:
         return None
     try:
         st = states(smoother, log)
     except (LoopBaselineError, ValueError, np.linalg.LinAlgError):
         return None
-    _, pf, _ = layout.split(p)
-    fc = np.abs(pf[:, sfx.index("fc")])
-    vs = (pf[:, sfx.index("vs")] if "vs" in sfx
-          else np.full(layout.nj, float(smoother.friction_velocity_scale)))
     iv = np.asarray(robot.joint_index_v(), int)
     pas = passive_mask(robot)
     ck = ClosureKinematics(robot.model, robot.loops)
     idx = np.arange(0, log.n_samples, max(int(smoother.knot_stride), 1))
+    delta = joint_stick_sigma(layout, np.asarray(p, float), st.v[idx][:, iv],
+                              smoother.friction_velocity_scale)  # (knots, n_joints)
     out = np.zeros((idx.size, int((~pas).sum())))
     try:
         for r, k in enumerate(idx):
             G, cols = ck.actuated_map(st.q[k], iv[pas], iv[~pas])
-            delta = fc * (1.0 - np.tanh(st.v[k, iv] / (STICK_WIDTH_FACTOR * vs)) ** 2)  # per joint
             Ga = G[iv][:, cols]  # (n_joints, n_actuated)
-            out[r] = np.sqrt(np.sum((Ga * delta[:, None]) ** 2, axis=0))
+            out[r] = np.sqrt(np.sum((Ga * delta[r][:, None]) ** 2, axis=0))
     except (ValueError, np.linalg.LinAlgError) as e:  # e.g. more closure rows than passive joints
         smoother._log(f"stick-phase weights not computed ({e}); effort rows 1/σ_τ")
         return None
