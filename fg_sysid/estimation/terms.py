@@ -342,11 +342,13 @@ def impact_maps(fn) -> Term:
     return Term("impact_maps", "pair_theta", "measurement", evaluate)
 
 
-def energy(problem: Problem, energy_residual, t_knots, work, sigma_work) -> Term:
+def energy(problem: Problem, energy_residual, t_knots, work, sigma_work, state_work=None) -> Term:
     """Work–energy observation per knot interval (paper 004 eq. 63, `factors.energy.EnergyResidual`):
     E(x_{k+1}) − E(x_k) + ∫ vᵀτ_f dt − Ŵ_k [J] with Ŵ_k the measured input work between the two knots
     (`factors.energy.input_work`) and its std ``sigma_work`` (N−1,) [J] (`input_work_std`). A pair term that
-    depends on θ (sparse pair-θ rows of the elimination)."""
+    depends on θ (sparse pair-θ rows of the elimination). ``state_work``: None, or a function
+    ``(ev, t_knots, jacobians) -> (W, W_q0, W_q1, W_v0, W_v1)`` of the interval's states whose value is
+    subtracted as well (the input work from the states, `energy_state_work`)."""
     t_knots = np.asarray(t_knots, float)
     w = 1.0 / np.asarray(sigma_work, float)
 
@@ -354,7 +356,8 @@ def energy(problem: Problem, energy_residual, t_knots, work, sigma_work) -> Term
     def evaluate(ev, jac):
         tk = t_knots if ev.idx is None else t_knots[ev.idx]
         lin = energy_residual.evaluate(ev.q, ev.v, tk, ev.theta, ev.intervals(work), jacobians=jac)
-        r = lin.r[:, None]
+        W = None if state_work is None else state_work(ev, tk, jac)
+        r = (lin.r if W is None else lin.r - W[0])[:, None]
         ww = ev.intervals(w)[:, None]
         if not jac:
             return Residual(r, w=ww)
@@ -362,6 +365,11 @@ def energy(problem: Problem, energy_residual, t_knots, work, sigma_work) -> Term
         J0, J1 = np.zeros((n, 1, problem.nx)), np.zeros((n, 1, problem.nx))
         J0[:, 0, problem.slices["q"]], J0[:, 0, problem.slices["v"]] = lin.Jq_a, lin.Jv[:, 0]
         J1[:, 0, problem.slices["q"]], J1[:, 0, problem.slices["v"]] = lin.Jq_b, lin.Jv[:, -1]
+        if W is not None:
+            J0[:, 0, problem.slices["q"]] -= W[1]
+            J1[:, 0, problem.slices["q"]] -= W[2]
+            J0[:, 0, problem.slices["v"]] -= W[3]
+            J1[:, 0, problem.slices["v"]] -= W[4]
         return Residual(r, J0, J1, Jt=lin.Jtheta[:, None, :], w=ww)
 
     return Term("energy", "pair", "measurement", evaluate)
@@ -373,27 +381,13 @@ def energy_state_work(problem: Problem, energy_residual, t_knots, tau_k, iv, sig
     session 8): E(x_{k+1}) − E(x_k) + ∫ vᵀτ_f dt − τ̂_kᵀ d_k(x) [J], d_k = q_{k+1} ⊖ q_k (``form="state-q"``)
     or ½h (v_k + v_{k+1}) (``"state-v"``), τ̂_k (K−1, n_joints) the effort held over the interval
     (`factors.energy.knot_interval_efforts`), ``iv`` its velocity columns, ``sigma_work`` (K−1,) [J] the
-    std from the effort noise (`factors.energy.state_work_std`). Same term name and structure as `energy`."""
+    std from the effort noise (`factors.energy.state_work_std`). `energy` with no measured work."""
     from ..factors.energy import state_work
 
-    t_knots = np.asarray(t_knots, float)
     tau_k = np.asarray(tau_k, float)
-    w = 1.0 / np.asarray(sigma_work, float)
-    zero_work = np.zeros(t_knots.size - 1)
 
-    @theta_dependent
-    def evaluate(ev, jac):
-        tk = t_knots if ev.idx is None else t_knots[ev.idx]
-        lin = energy_residual.evaluate(ev.q, ev.v, tk, ev.theta, ev.intervals(zero_work), jacobians=jac)
-        W, Wq0, Wq1, Wv0, Wv1 = state_work(problem.space, ev.q, ev.v, tk, ev.intervals(tau_k), iv, form, jac)
-        r = (lin.r - W)[:, None]
-        ww = ev.intervals(w)[:, None]
-        if not jac:
-            return Residual(r, w=ww)
-        n = r.shape[0]
-        J0, J1 = np.zeros((n, 1, problem.nx)), np.zeros((n, 1, problem.nx))
-        J0[:, 0, problem.slices["q"]], J0[:, 0, problem.slices["v"]] = lin.Jq_a - Wq0, lin.Jv[:, 0] - Wv0
-        J1[:, 0, problem.slices["q"]], J1[:, 0, problem.slices["v"]] = lin.Jq_b - Wq1, lin.Jv[:, -1] - Wv1
-        return Residual(r, J0, J1, Jt=lin.Jtheta[:, None, :], w=ww)
+    def work_of_states(ev, tk, jac):
+        return state_work(problem.space, ev.q, ev.v, tk, ev.intervals(tau_k), iv, form, jac)
 
-    return Term("energy", "pair", "measurement", evaluate)
+    return energy(problem, energy_residual, t_knots, np.zeros(np.asarray(t_knots).size - 1), sigma_work,
+                  state_work=work_of_states)
