@@ -132,6 +132,21 @@ class LevenbergMarquardt:
                             "theta_argmax": int(np.argmax(dth)) if dth.size else -1,
                             "accepted": bool(accepted)})
 
+    def _backtrack(self, problem, x, theta, step, cost, freeze_theta, rnd, it, lam):
+        """The step along its direction at α = 1, 1/2, … 1/64 until the cost falls (cost evaluations only, no
+        new solve); every trial recorded (`_trial`). Returns (accepted, α, x, θ, cost) of the last trial."""
+        alpha = 1.0
+        while True:
+            x_new = problem.retract(x, alpha * step.dx)
+            theta_new = theta + alpha * step.dtheta
+            with np.errstate(over="ignore", invalid="ignore"):  # a wild trial step is simply rejected
+                new_cost = problem.cost(x_new, theta_new, freeze_theta)
+            accepted = bool(np.isfinite(new_cost) and new_cost < cost)
+            self._trial(rnd, it, lam, alpha, cost, new_cost, step, accepted)
+            if accepted or alpha / 2 < 1 / 64:
+                return accepted, alpha, x_new, theta_new, new_cost
+            alpha *= 0.5
+
     def _theta_still(self, dtheta, theta) -> bool:
         """θ stopped moving: max |δθ / θ_scale| below ``theta_tol`` (θ_scale: e.g. the prior std)."""
         tt = self.options.theta_tol
@@ -160,17 +175,8 @@ class LevenbergMarquardt:
                 pred = step.predicted_decrease
                 if np.isfinite(pred) and pred < tol * 1e-2 * cost:
                     break  # the model predicts nothing more to gain
-                alpha = 1.0
-                while alpha >= 1 / 64:
-                    x_new = problem.retract(x, alpha * step.dx)
-                    theta_new = theta + alpha * step.dtheta
-                    new_cost = problem.cost(x_new, theta_new, freeze_theta)
-                    if np.isfinite(new_cost) and new_cost < cost:
-                        accepted = True
-                        self._trial(rnd, it, lam, alpha, cost, new_cost, step, True)
-                        break
-                    self._trial(rnd, it, lam, alpha, cost, new_cost, step, False)
-                    alpha *= 0.5
+                accepted, alpha, x_new, theta_new, new_cost = self._backtrack(
+                    problem, x, theta, step, cost, freeze_theta, rnd, it, lam)
                 if accepted:
                     if alpha == 1.0:
                         lam = max(lam / 10, 1e-12)
@@ -317,17 +323,8 @@ class LevenbergMarquardt:
                 self.log(f"round {rnd} iter {it:3d}: predicted decrease {pred:.2e} below tolerance; "
                          "converged")
                 break
-            alpha, accepted, new_cost = 1.0, False, np.inf
-            while alpha >= 1 / 64:
-                x_new = problem.retract(x, alpha * step.dx)
-                theta_new = theta + alpha * step.dtheta
-                with np.errstate(over="ignore", invalid="ignore"):  # a wild trial step is simply rejected
-                    new_cost = problem.cost(x_new, theta_new, freeze_theta)
-                accepted = bool(np.isfinite(new_cost) and new_cost < cost)
-                self._trial(rnd, it, lam, alpha, cost, new_cost, step, accepted)
-                if accepted:
-                    break
-                alpha *= 0.5
+            accepted, alpha, x_new, theta_new, new_cost = self._backtrack(
+                problem, x, theta, step, cost, freeze_theta, rnd, it, lam)
             if not accepted and probe:  # the Gauss–Newton probe failed: back to the damped steps
                 probe, rejected, step = False, rejected + 1, None
                 continue
