@@ -82,8 +82,10 @@ def analyse(robot, seed, duration, noise, rate=500.0, vs_true=0.02, sum_rows=50)
     return rows
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def seed_table_main(analyse, group: str, description: str, width: int = 200):
+    """The command line of the energy-row benches: ``analyse(robot, seed, duration, noise)`` per seed on
+    the Z1 (8 s at 500 Hz), printed as means over the seeds per ``group`` column."""
+    ap = argparse.ArgumentParser(description=description)
     ap.add_argument("--seeds", default="5000,5001,5002,5003")
     ap.add_argument("--duration", type=float, default=8.0)
     ap.add_argument("--noise", type=float, default=0.01)
@@ -95,11 +97,15 @@ def main():
         rows += analyse(robot, s, args.duration, args.noise)
         print(f"seed {s} done ({time.process_time() - c0:.0f} CPU s)", flush=True)
     df = pd.DataFrame(rows)
-    pd.set_option("display.width", 200)
+    pd.set_option("display.width", width)
     print(f"z1, {args.duration:g} s at 500 Hz, σ = {args.noise:g}, truth states and parameters; means over "
           f"seeds {args.seeds}:")
-    print(df.drop(columns="seed").groupby("quadrature", sort=False).mean().round(3).to_string())
+    print(df.drop(columns="seed").groupby(group, sort=False).mean().round(3).to_string())
     print(f"{time.process_time() - c0:.1f} CPU s")
+
+
+def main():
+    seed_table_main(analyse, "quadrature", __doc__.splitlines()[0])
 
 
 if __name__ == "__main__":

@@ -27,12 +27,8 @@ for the inverse-dynamics rows (units of σ_τ).
 
 from __future__ import annotations
 
-import argparse
-import time
-
 import numpy as np
-import pandas as pd
-from bench_energy_rows import true_theta, window_sums
+from bench_energy_rows import seed_table_main, true_theta, window_sums
 
 from fg_sysid.datasets.simulate import simulate
 from fg_sysid.factors.energy import (
@@ -44,7 +40,6 @@ from fg_sysid.factors.energy import (
     state_work_std,
 )
 from fg_sysid.factors.inverse_dynamics import InverseDynamicsResidual
-from fg_sysid.robots import load_robot
 
 
 def analyse(robot, seed, duration, noise, rate=500.0, vs_true=0.02, sum_rows=50, vs_est=0.05):
@@ -103,23 +98,7 @@ def analyse(robot, seed, duration, noise, rate=500.0, vs_true=0.02, sum_rows=50,
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--seeds", default="5000,5001,5002,5003")
-    ap.add_argument("--duration", type=float, default=8.0)
-    ap.add_argument("--noise", type=float, default=0.01)
-    args = ap.parse_args()
-    robot = load_robot("z1")
-    c0 = time.process_time()
-    rows = []
-    for s in (int(x) for x in args.seeds.split(",")):
-        rows += analyse(robot, s, args.duration, args.noise)
-        print(f"seed {s} done ({time.process_time() - c0:.0f} CPU s)", flush=True)
-    df = pd.DataFrame(rows)
-    pd.set_option("display.width", 220)
-    print(f"z1, {args.duration:g} s at 500 Hz, σ = {args.noise:g}, truth states and parameters; means over "
-          f"seeds {args.seeds}:")
-    print(df.drop(columns="seed").groupby("form", sort=False).mean().round(3).to_string())
-    print(f"{time.process_time() - c0:.1f} CPU s")
+    seed_table_main(analyse, "form", __doc__.splitlines()[0], width=220)
 
 
 if __name__ == "__main__":
