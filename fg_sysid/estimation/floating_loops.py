@@ -210,10 +210,14 @@ def saturation_window(t, tau, limits, level: float = SATURATION_LEVEL,
     ok = np.isfinite(lim) & (lim > 0)
     with np.errstate(invalid="ignore"):
         sat = np.any((np.abs(np.nan_to_num(tau)) >= level * np.where(ok, lim, np.inf))[:, ok], axis=1)
-    out = np.zeros(t.size, bool)
-    for ts in t[sat]:
-        out |= np.abs(t - ts) <= window_s + 1e-9  # (sample times on a grid: round-off)
-    return out
+    ts = t[sat]
+    if ts.size == 0:
+        return np.zeros(t.size, bool)
+    # distance from each sample to its nearest saturated sample (t increasing), O(N log n_sat)
+    k = np.searchsorted(ts, t)
+    before, after = ts[np.clip(k - 1, 0, ts.size - 1)], ts[np.clip(k, 0, ts.size - 1)]
+    near = np.minimum(np.abs(t - before), np.abs(after - t))
+    return near <= window_s + 1e-9  # (sample times on a grid: round-off)
 
 
 #: weight of the measured contact forces at knots in saturation windows (σ_f × 100: the forces there are
