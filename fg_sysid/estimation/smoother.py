@@ -538,7 +538,8 @@ class JointSmoother:
         (`factors.energy.state_work_std` on the logged or initial-filter velocities); None for
         ``energy_work="measured"`` (the data Ŵ of `_energy_term`) and, with a warning, when the knots are not
         on consecutive samples (the held effort of an interval is then not one sample's). Default: the state
-        form on serial fixed-base arms, the measured work on floating bases and closed loops."""
+        form on serial fixed-base arms with a knot at every sample, the measured work on floating bases,
+        closed loops and strided knots (``knot_stride > 1``: rows integrating the samples between knots)."""
         from ..factors.energy import (
             DEFAULT_WORK_FORM,
             EnergyResidual,
@@ -549,6 +550,9 @@ class JointSmoother:
         # the state form by default on serial fixed-base arms (every velocity an actuated joint's); floating
         # bases and closed loops keep the measured work unless ``energy_work`` is set
         serial = self.robot.nv == len(self.robot.joint_names) and not self.robot.loops
+        # issue 12 session 9: with knots sparser than the log (stride > 1) the measured work over every sample
+        # between two knots, which the effort rows at the knots do not see (`energy_sparse`), no warning
+        serial = serial and int(self.knot_stride or 1) <= 1
         form = getattr(self, "energy_work", DEFAULT_WORK_FORM if serial else "measured")
         if form == "measured":
             return None
