@@ -14,8 +14,8 @@ stride (means over seeds):
   ``sums RMS``: sums of 50 consecutive rows whitened by the root of the sum of their σ²;
 * ``new noise share``: the fraction of the row's noise variance that comes from samples **no other row of
   the graph sees** (efforts and velocities strictly between two knots): 0 at s = 1 — the session-8 finding
-  that the row is then a combination of the inverse-dynamics and velocity rows — and → 1 − 2/(s+1)-ish as s
-  grows: only then is the energy row new data;
+  that the row is then a combination of the inverse-dynamics and velocity rows — and grows toward 1 with s
+  (0.90 at s = 5): only then is the energy row new data;
 * ``fc std``, ``fv std`` (with energy / without), median over joints: the marginal posterior std of each
   joint's Coulomb and viscous coefficients from the smoother's own graph (`JointSmoother`, knot stride s,
   σ's given as the sensor noise) linearized at the true states and parameters (undamped Schur complement,
