@@ -124,3 +124,34 @@ def test_converged_fit_beats_the_old_objectives_early_stop(noisy_fits):
     e_new, e_old = _errors(robot, sim, held, new), _errors(robot, sim, held, old)
     for key, ratio in (("inertial_base_error", 1.0), ("heldout_rmse", 0.5), ("friction_error", 0.5)):
         assert e_new[key] < ratio * e_old[key], (key, e_new[key], e_old[key])
+
+
+def test_cli_opt_out_and_summary(tmp_path):
+    """`fg-sysid identify`: the σ_a used is in summary.json's noise levels; --no-acceleration-process
+    leaves the rows out, and outside the fixed-base smoother it is a clear error (exit 2, no output)."""
+    import json
+
+    from click.testing import CliRunner
+
+    from fg_sysid.cli import main
+    from fg_sysid.datasets.io import write_log
+
+    robot = load_robot("double_pendulum")
+    path = tmp_path / "log.parquet"
+    write_log(simulate(robot, 1.0, 200.0, 0.01, 0).log, path)
+
+    def run(*extra):
+        args = ["identify", str(path), "--robot", "double_pendulum", "--quiet", "--friction",
+                "coulomb-viscous-scale", *map(str, extra)]
+        return CliRunner().invoke(main, args)
+
+    noise = {}
+    for name, extra in (("on", ()), ("off", ("--no-acceleration-process",))):
+        r = run("--out", tmp_path / name, *extra)
+        assert r.exit_code == 0, r.output
+        noise[name] = json.loads((tmp_path / name / "summary.json").read_text())["noise"]
+    assert len(noise["on"]["process_a"]) == 2 and all(s > 0 for s in noise["on"]["process_a"])
+    assert "process_a" not in noise["off"]
+    r = run("--out", tmp_path / "bad", "--method", "ls-sg", "--no-acceleration-process")
+    assert r.exit_code == 2 and "--no-acceleration-process" in r.stderr, r.output
+    assert not (tmp_path / "bad").exists()
