@@ -91,3 +91,40 @@ def acceleration_process_term(problem: Problem, w) -> Term:
         return Residual(r, J0, J1, w=w)
 
     return Term("acceleration_process", "pair", "measurement", evaluate, constant=True)
+
+
+#: a Helmert step changes σ_a by at most this factor (either way) per reweighting round
+MAX_STEP_FACTOR = 10.0
+
+
+def helmert_factors(problem: Problem, x, theta, probes: int = 4, min_se: float = 5.0,
+                    seed: int = 0) -> np.ndarray | None:
+    """Per-joint factors for σ_a from one step of Helmert's variance-component estimation at (x, θ):
+    sqrt(χ²_j / r_j) of the acceleration rows of coordinate j, r_j = rows − tr(H_jj) their redundancy (the
+    hat matrix's trace by Hutchinson's estimator, `noise_balance.term_balance`: the states' and θ's degrees
+    of freedom accounted for, REML-like). Where r_j is below ``min_se`` standard errors, the pooled factor
+    of all coordinates; clipped to [1/MAX_STEP_FACTOR, MAX_STEP_FACTOR]. Returns (nv,) (1 for coordinates
+    without rows) or None when the problem has no acceleration rows or terms `term_balance` cannot take."""
+    from .noise_balance import term_balance
+
+    try:
+        df = term_balance(problem, x, theta, probes=probes, seed=seed, columns=True).set_index("term")
+    except ValueError:  # constraint / pair-θ terms (closed loops, energy rows)
+        return None
+    name = "acceleration_process"
+    if name not in df.index:
+        return None
+
+    def factor(row):
+        ok = row["redundancy"] > 0 and row["redundancy"] > min_se * row["redundancy_se"]
+        return float(np.sqrt(row["chi2"] / row["redundancy"])) if ok else None
+
+    pooled = factor(df.loc[name])
+    nv = problem.slices["a"].stop - problem.slices["a"].start
+    out = np.ones(nv)
+    for j in range(nv):
+        key = f"{name}[{j}]"
+        if key in df.index:
+            f = factor(df.loc[key])
+            out[j] = f if f is not None else (pooled if pooled is not None else 1.0)
+    return np.clip(out, 1.0 / MAX_STEP_FACTOR, MAX_STEP_FACTOR)

@@ -351,6 +351,15 @@ class JointSmoother:
                     change = np.max(np.abs(np.log(new_tau / noise.tau)))
                     noise.tau = new_tau
                     noise.source["tau"] = f"re-estimated from inverse-dynamics residuals (round {rnd + 1})"
+                if noise.process_a is not None:  # issue 9 (session 9): σ_a by a Helmert step
+                    from .acceleration_process import helmert_factors
+
+                    fa = helmert_factors(self.problem_, x, theta)
+                    if fa is not None:
+                        fa = np.where(noise.process_a > 0, fa[iv], 1.0)
+                        noise.process_a = noise.process_a * fa
+                        change = max(change, float(np.max(np.abs(np.log(fa)))))
+                        noise.source["process_a"] += f"; Helmert step (round {rnd + 1})"
                 if self.robust == "huber":  # issue 9 item 4: Huber IRLS weights of the effort rows
                     sig = np.ones(self.robot.nv)
                     sig[iv] = noise.tau
