@@ -128,7 +128,9 @@ class JointSmoother:
         acceleration_process: open chains: a white-jerk row a_{k+1} − a_k ~ N(0, σ_a²) between knots, σ_a
             from the motion's RMS acceleration and bandwidth (`acceleration_process`, issue 9 session 9):
             without it the accelerations' Nyquist band is free and absorbs the effort noise (the converged
-            MAP then predicts worse than an early stop). False = the integration rows alone (before).
+            MAP then predicts worse than an early stop); σ_a re-estimated by a Helmert variance-component
+            step in each reweighting round (with the effort noise). "fixed" = the initial σ_a kept; False =
+            the integration rows alone (before).
         verbose: print one line per iteration to stderr.
     """
 
@@ -144,7 +146,7 @@ class JointSmoother:
                  process_from_log: bool = True, strategy: str = "line-search",
                  deadband_zero_fraction: float | None = 0.5, robust: str | None = None,
                  process_motion_scale: bool = True, stick_weights: str | None = None,
-                 acceleration_process: bool = True):
+                 acceleration_process: bool | str = True):
         self.robot = robot
         self.inertia = inertia
         self.friction = friction
@@ -351,7 +353,7 @@ class JointSmoother:
                     change = np.max(np.abs(np.log(new_tau / noise.tau)))
                     noise.tau = new_tau
                     noise.source["tau"] = f"re-estimated from inverse-dynamics residuals (round {rnd + 1})"
-                if noise.process_a is not None:  # issue 9 (session 9): σ_a by a Helmert step
+                if noise.process_a is not None and self.acceleration_process != "fixed":  # issue 9 s. 9
                     from .acceleration_process import helmert_factors
 
                     fa = helmert_factors(self.problem_, x, theta)
