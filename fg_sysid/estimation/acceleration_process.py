@@ -73,24 +73,34 @@ def acceleration_process_std(a_rms, v_rms, h: float, factor: float = JERK_FACTOR
 
 def acceleration_process_term(problem: Problem, w) -> Term:
     """The white-jerk row r_a = a_{k+1} − a_k between consecutive knots (module doc), weights ``w`` (nv,)
-    = 1/σ_a [s²/rad] (0: no row for that coordinate). A pair term with a constant Jacobian (−I, I on the
-    accelerations)."""
+    = 1/σ_a [s²/rad] (0: no row for that coordinate), or (N−1, nv) per interval (the Huber-reweighted rows
+    of `huber_row_weights`). A pair term with a constant Jacobian (−I, I on the accelerations)."""
     w = np.asarray(w, float)
-    nv = w.size
+    nv = w.shape[-1]
     sl = problem.slices["a"]
 
     def evaluate(ev, jac):
         r = ev.a[1:] - ev.a[:-1]
+        ww = ev.intervals(w) if w.ndim == 2 else w
         if not jac:
-            return Residual(r, w=w)
+            return Residual(r, w=ww)
         n = r.shape[0]
         J0 = np.zeros((n, nv, problem.nx))
         J1 = np.zeros((n, nv, problem.nx))
         J0[:, :, sl] = -np.eye(nv)
         J1[:, :, sl] = np.eye(nv)
-        return Residual(r, J0, J1, w=w)
+        return Residual(r, J0, J1, w=ww)
 
-    return Term("acceleration_process", "pair", "measurement", evaluate, constant=True)
+    return Term("acceleration_process", "pair", "measurement", evaluate, constant=w.ndim == 1)
+
+
+def huber_row_weights(a, sigma_a, k: float = 1.345) -> np.ndarray:
+    """Huber IRLS factors (N−1, nv) of the white-jerk rows at the knot accelerations ``a`` (N, nv): 1 where
+    |Δa| ≤ k σ_a, k σ_a / |Δa| beyond (Huber 1964). The jerk of a real motion is heavy-tailed (friction
+    reversals of light links, contacts: single steps of 10-100 σ_a), the noise mode the rows suppress is
+    not (it is spread over every interval); the Huber loss lets the jumps through and keeps the rest."""
+    r = np.abs(np.diff(np.asarray(a, float), axis=0)) / np.maximum(np.asarray(sigma_a, float), 1e-300)
+    return np.where(r > k, k / np.maximum(r, 1e-300), 1.0)
 
 
 #: a Helmert step changes σ_a by at most this factor (either way) per reweighting round

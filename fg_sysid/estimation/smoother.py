@@ -303,6 +303,7 @@ class JointSmoother:
             noise.source["tau_deadband"] = ("left out (dead band, fraction of exact zeros): "
                                             + ", ".join(f"{j} {f:.3f}" for j, f in self.deadband_.items()))
         self._robust_w = None  # Huber row factors of the inverse-dynamics term (robust="huber")
+        self._jerk_w = None  # Huber row factors of the white-jerk rows (`acceleration_process`)
         prior_mean_phys = None if self.prior_mean is None else self._from_baseline_layout(self.prior_mean)
         act_prior = {} if not layout.n_actuation else {  # issue 9 item 2
             "gain_log_std": self.gain_prior_std,
@@ -362,6 +363,15 @@ class JointSmoother:
                         noise.process_a = noise.process_a * fa
                         change = max(change, float(np.max(np.abs(np.log(fa)))))
                         noise.source["process_a"] += f"; Helmert step (round {rnd + 1})"
+                if noise.process_a is not None:  # Huber factors of the white-jerk rows (jumps of a pass)
+                    from .acceleration_process import huber_row_weights
+
+                    sa = np.ones(self.robot.nv)
+                    sa[iv] = noise.process_a
+                    jw = huber_row_weights(x[2], sa)
+                    prev = self._jerk_w if self._jerk_w is not None else np.ones_like(jw)
+                    change = max(change, float(np.max(np.abs(jw - prev))))
+                    self._jerk_w = jw
                 if self.robust == "huber":  # issue 9 item 4: Huber IRLS weights of the effort rows
                     sig = np.ones(self.robot.nv)
                     sig[iv] = noise.tau
@@ -536,6 +546,8 @@ class JointSmoother:
 
             wa = np.zeros(nv)
             wa[iv] = 1.0 / noise.process_a
+            if getattr(self, "_jerk_w", None) is not None:  # Huber factors of the rows (per interval)
+                wa = wa[None, :] * self._jerk_w
             problem.add(acceleration_process_term(problem, wa))
         problem.add(terms.parameter_prior(self._theta_bar, self._theta_std))
         if self._energy_log is not None:
