@@ -90,8 +90,8 @@ def noisy_fits():
         warnings.simplefilter("ignore")
         sim = simulate(robot, 3.0, 500.0, 0.1, 3, friction_velocity_scale=0.02)
         held = simulate(robot, 2.0, 500.0, 0.0, 1003, truth=sim.truth)
-        new = JointSmoother(robot, max_iterations=200).fit(sim.log)
-        old = JointSmoother(robot, max_iterations=20, acceleration_process=False).fit(sim.log)
+        new = JointSmoother(robot, max_iterations=200, acceleration_process=True).fit(sim.log)
+        old = JointSmoother(robot, max_iterations=20).fit(sim.log)
     return robot, sim, held, new, old
 
 
@@ -127,8 +127,8 @@ def test_converged_fit_beats_the_old_objectives_early_stop(noisy_fits):
 
 
 def test_cli_opt_out_and_summary(tmp_path):
-    """`fg-sysid identify`: the σ_a used is in summary.json's noise levels; --no-acceleration-process
-    leaves the rows out, and outside the fixed-base smoother it is a clear error (exit 2, no output)."""
+    """`fg-sysid identify --acceleration-process`: the σ_a used is in summary.json's noise levels; without
+    the flag no rows; outside the fixed-base smoother it is a clear error (exit 2, no output)."""
     import json
 
     from click.testing import CliRunner
@@ -146,12 +146,12 @@ def test_cli_opt_out_and_summary(tmp_path):
         return CliRunner().invoke(main, args)
 
     noise = {}
-    for name, extra in (("on", ()), ("off", ("--no-acceleration-process",))):
+    for name, extra in (("on", ("--acceleration-process",)), ("off", ())):
         r = run("--out", tmp_path / name, *extra)
         assert r.exit_code == 0, r.output
         noise[name] = json.loads((tmp_path / name / "summary.json").read_text())["noise"]
     assert len(noise["on"]["process_a"]) == 2 and all(s > 0 for s in noise["on"]["process_a"])
     assert "process_a" not in noise["off"]
-    r = run("--out", tmp_path / "bad", "--method", "ls-sg", "--no-acceleration-process")
-    assert r.exit_code == 2 and "--no-acceleration-process" in r.stderr, r.output
+    r = run("--out", tmp_path / "bad", "--method", "ls-sg", "--acceleration-process")
+    assert r.exit_code == 2 and "--acceleration-process" in r.stderr, r.output
     assert not (tmp_path / "bad").exists()

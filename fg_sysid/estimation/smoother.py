@@ -125,12 +125,13 @@ class JointSmoother:
             error near velocity reversals, fc·(1 − tanh²(v/(2·w))) (`arm_stick`, issue 9 session 8):
             None = off; "law-width": w = the prior tanh width, v = the initial velocities; "velocity-noise":
             w = the velocities' noise std, v = the logged ones. Closed loops: `loop_init.stick_sigma`.
-        acceleration_process: open chains: a white-jerk row a_{k+1} − a_k ~ N(0, σ_a²) between knots, σ_a
-            from the motion's RMS acceleration and bandwidth (`acceleration_process`, issue 9 session 9):
-            without it the accelerations' Nyquist band is free and absorbs the effort noise (the converged
-            MAP then predicts worse than an early stop); σ_a re-estimated by a Helmert variance-component
-            step in each reweighting round (with the effort noise). "fixed" = the initial σ_a kept; False =
-            the integration rows alone (before).
+        acceleration_process: open chains: True adds a white-jerk row a_{k+1} − a_k ~ N(0, σ_a²) between
+            knots (`acceleration_process`, issue 9 session 9; opt-in), σ_a = 3 · (RMS a / RMS v) · RMS a · h
+            of the motion, re-estimated by a Helmert variance-component step with Huber row factors in each
+            reweighting round ("fixed": the initial σ_a kept). Without it the accelerations' Nyquist band is
+            free and absorbs the effort noise (on noisy logs the converged MAP predicts worse than an early
+            stop); with it, fast true changes of a (sharp friction, high-gain control at σ = 0.01) are
+            smoothed and the fit loses there (docs/damping.md). False (default) = integration rows alone.
         verbose: print one line per iteration to stderr.
     """
 
@@ -146,7 +147,7 @@ class JointSmoother:
                  process_from_log: bool = True, strategy: str = "line-search",
                  deadband_zero_fraction: float | None = 0.5, robust: str | None = None,
                  process_motion_scale: bool = True, stick_weights: str | None = None,
-                 acceleration_process: bool | str = True):
+                 acceleration_process: bool | str = False):
         self.robot = robot
         self.inertia = inertia
         self.friction = friction
