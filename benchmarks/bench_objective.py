@@ -8,7 +8,8 @@ q, v, τ; out-of-class friction tanh width 0.02 rad/s; held out 2 s noise-free, 
 
 * ``before-20`` / ``before-200``: ``acceleration_process=False`` (the default objective) at 20
   and 200 iterations per reweighting round (the test's early stop and the converged MAP);
-* ``fixed``: the white-jerk rows with the initial σ_a (``acceleration_process="fixed"``), 200 iterations;
+* ``fixed``: the white-jerk rows with the initial σ_a (``acceleration_process="fixed"``: no Helmert step,
+  Huber factors still applied), 200 iterations;
 * ``on``: the white-jerk rows with σ_a re-estimated by a Helmert step and Huber factors per round
   (``acceleration_process=True``, opt-in).
 
