@@ -32,6 +32,10 @@ TIAGO_METHOD = {"line-search": "smoother", "trust-region": "smoother-trust-regio
                 "hybrid": "smoother-hybrid"}
 
 
+#: extra JointSmoother options of every fit (``--acceleration-process``: issue 9 session 9)
+EXTRA: dict = {}
+
+
 def z1_sharp(strategies=STRATEGIES) -> list[dict]:
     from fg_sysid.datasets.simulate import simulate
     from fg_sysid.estimation.smoother import JointSmoother
@@ -47,7 +51,7 @@ def z1_sharp(strategies=STRATEGIES) -> list[dict]:
         c0 = time.process_time()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            sm = JointSmoother(robot, strategy=strategy).fit(train.log)
+            sm = JointSmoother(robot, strategy=strategy, **EXTRA).fit(train.log)
         cpu = time.process_time() - c0
         theta = sm.result_.theta
         pred = InverseDynamicsResidual(sm.layout_).predict(t.q, t.v, held.truth_acceleration, theta)
@@ -80,7 +84,7 @@ def z1_noisy(strategies=STRATEGIES, caps=(20,)) -> list[dict]:
             c0 = time.process_time()
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                sm = JointSmoother(robot, strategy=strategy, max_iterations=cap).fit(sim.log)
+                sm = JointSmoother(robot, strategy=strategy, max_iterations=cap, **EXTRA).fit(sim.log)
             cpu = time.process_time() - c0
             res = sm.result_
             order = {n: i for i, n in enumerate(res.names)}
@@ -123,7 +127,11 @@ def main() -> None:
     ap.add_argument("--strategies", nargs="+", choices=STRATEGIES, default=list(STRATEGIES))
     ap.add_argument("--max-iterations", nargs="+", type=int, default=[20],
                     help="z1-noisy: iteration caps per reweighting round (the test's 20; e.g. 20 200)")
+    ap.add_argument("--acceleration-process", action="store_true",
+                    help="z1 cases: JointSmoother(acceleration_process=True) (white-jerk rows, opt-in)")
     args = ap.parse_args()
+    if args.acceleration_process:
+        EXTRA["acceleration_process"] = True
     rows = []
     for case in args.cases:
         if case == "z1-noisy":

@@ -46,6 +46,11 @@ METHODS = {
     "smoother+stick": ("smoother", {"stick_weights": "law-width"}),  # issue 9 session 8: `arm_stick`
     "smoother+stick-noise": ("smoother", {"stick_weights": "velocity-noise"}),
     "smoother-auto+stick-noise": ("smoother", {"friction": "auto", "stick_weights": "velocity-noise"}),
+    # issue 9 session 9: the white-jerk acceleration rows (opt-in), and both objectives run to convergence
+    "smoother+jerk": ("smoother", {"acceleration_process": True}),
+    "smoother+jerk-converged": ("smoother", {"acceleration_process": True, "strategy": "hybrid",
+                                             "max_iterations": 200}),
+    "smoother-converged": ("smoother", {"strategy": "hybrid", "max_iterations": 200}),
     "ls-sg": ("ls-sg", {}),
     "nominal": None,
 }

@@ -183,12 +183,17 @@ def _positive(name, val, allow_none=True):
                    "friction law's error there (dry friction with stiction: no smooth law predicts the stick "
                    "torque). velocity-noise: width from the velocity noise; law-width: from the tanh width "
                    "(docs/out-of-class.md, stick phases).")
+@click.option("--acceleration-process", "acceleration_process", is_flag=True,
+              help="Smoother, fixed-base open chains: white-jerk rows between the knots' accelerations "
+                   "(opt-in, issue 9 session 9): without them the accelerations' highest frequencies absorb "
+                   "the effort noise (noisy or real logs); they smooth fast true changes of the acceleration "
+                   "(sharp friction at low noise) (docs/damping.md).")
 def identify_cmd(log_path, robot_source, out, method, knot_stride, sigma_q, sigma_v, sigma_tau, inertia,
                  friction, friction_velocity_scale, max_iterations, contact_radius, total_mass,
                  total_mass_std,
                  symmetry, symmetry_std, constraints, process_noise, impacts, touchdown_settle, use_forces,
                  energy, dynamics, fit_actuation, quiet, robust="none", damping="line-search",
-                 stick_weights="none"):
+                 stick_weights="none", acceleration_process=False):
     """Identify ROBOT's physical parameters from LOG (CSV or Parquet, t/q.*/v.*/tau.* columns, or a ROS
     bag: rosbag2 directory, .db3, .mcap, ROS 1 .bag; see docs/data-format.md).
 
@@ -250,6 +255,10 @@ def identify_cmd(log_path, robot_source, out, method, knot_stride, sigma_q, sigm
         if robot.floating_base or method != "smoother" or robot.loops:
             fail(f"--stick-weights {stick_weights} applies to the smoother on fixed-base open-chain robots")
         options["stick_weights"] = stick_weights
+    if acceleration_process:  # issue 9 (session 9): estimation/acceleration_process.py
+        if robot.floating_base or method != "smoother" or robot.loops:
+            fail("--acceleration-process applies to the smoother on fixed-base open-chain robots")
+        options["acceleration_process"] = True
     if robot.floating_base:
         _check_floating_options(contact_radius, total_mass, total_mass_std, symmetry_std, touchdown_settle)
         options.update(contact_radius=contact_radius, total_mass=total_mass, total_mass_std=total_mass_std,

@@ -55,10 +55,13 @@ class NoiseLevels:
     source: dict = field(default_factory=dict)
     tau_rms: np.ndarray | None = None  # RMS of the measured efforts, N·m
     tau_cap: np.ndarray | None = None  # upper bound of the re-estimated effort noise, N·m
+    process_a: np.ndarray | None = None  # white-jerk acceleration row σ_a, rad/s² per knot step (issue 9)
 
     def as_dict(self) -> dict:
         d = {k: (None if getattr(self, k) is None else np.asarray(getattr(self, k)).tolist())
              for k in ("q", "v", "tau", "process_q", "process_v")}
+        if self.process_a is not None:  # issue 9 (session 9): `acceleration_process`
+            d["process_a"] = np.asarray(self.process_a).tolist()
         d["source"] = dict(self.source)
         return d
 
@@ -122,6 +125,13 @@ class JointSmoother:
             error near velocity reversals, fc·(1 − tanh²(v/(2·w))) (`arm_stick`, issue 9 session 8):
             None = off; "law-width": w = the prior tanh width, v = the initial velocities; "velocity-noise":
             w = the velocities' noise std, v = the logged ones. Closed loops: `loop_init.stick_sigma`.
+        acceleration_process: open chains: True adds a white-jerk row a_{k+1} − a_k ~ N(0, σ_a²) between
+            knots (`acceleration_process`, issue 9 session 9; opt-in), σ_a = 3 · (RMS a / RMS v) · RMS a · h
+            of the motion, re-estimated by a Helmert variance-component step with Huber row factors in each
+            reweighting round ("fixed": the initial σ_a kept). Without it the accelerations' Nyquist band is
+            free and absorbs the effort noise (on noisy logs the converged MAP predicts worse than an early
+            stop); with it, fast true changes of a (sharp friction, high-gain control at σ = 0.01) are
+            smoothed and the fit loses there (docs/damping.md). False (default) = integration rows alone.
         verbose: print one line per iteration to stderr.
     """
 
@@ -136,7 +146,8 @@ class JointSmoother:
                  fit_actuation=(), gain_prior_std: float = 0.1, offset_prior_relative: float = 0.1,
                  process_from_log: bool = True, strategy: str = "line-search",
                  deadband_zero_fraction: float | None = 0.5, robust: str | None = None,
-                 process_motion_scale: bool = True, stick_weights: str | None = None):
+                 process_motion_scale: bool = True, stick_weights: str | None = None,
+                 acceleration_process: bool | str = False):
         self.robot = robot
         self.inertia = inertia
         self.friction = friction
@@ -169,6 +180,7 @@ class JointSmoother:
         self.robust = robust  # issue 9 item 4: Huber loss on the effort rows
         self.process_motion_scale = process_motion_scale  # issue 12
         self.stick_weights = stick_weights  # issue 9 (session 8): `arm_stick`, open chains
+        self.acceleration_process = acceleration_process  # issue 9 (session 9): `acceleration_process`
 
     # ------------------------------------------------------------------ public
     def fit(self, log: Log) -> JointSmoother:
@@ -287,10 +299,12 @@ class JointSmoother:
         v0 = vs[idx].copy()
         a0 = as_[idx].copy()
         self.noise_ = noise = self._noise_levels(log, idx, a0, ls_rms)
+        self._set_acceleration_process(noise, v0, a0)  # issue 9 (session 9)
         if self.deadband_:
             noise.source["tau_deadband"] = ("left out (dead band, fraction of exact zeros): "
                                             + ", ".join(f"{j} {f:.3f}" for j, f in self.deadband_.items()))
         self._robust_w = None  # Huber row factors of the inverse-dynamics term (robust="huber")
+        self._jerk_w = None  # Huber row factors of the white-jerk rows (`acceleration_process`)
         prior_mean_phys = None if self.prior_mean is None else self._from_baseline_layout(self.prior_mean)
         act_prior = {} if not layout.n_actuation else {  # issue 9 item 2
             "gain_log_std": self.gain_prior_std,
@@ -341,6 +355,24 @@ class JointSmoother:
                     change = np.max(np.abs(np.log(new_tau / noise.tau)))
                     noise.tau = new_tau
                     noise.source["tau"] = f"re-estimated from inverse-dynamics residuals (round {rnd + 1})"
+                if noise.process_a is not None and self.acceleration_process != "fixed":  # issue 9 s. 9
+                    from .acceleration_process import helmert_factors
+
+                    fa = helmert_factors(self.problem_, x, theta)
+                    if fa is not None:
+                        fa = np.where(noise.process_a > 0, fa[iv], 1.0)
+                        noise.process_a = noise.process_a * fa
+                        change = max(change, float(np.max(np.abs(np.log(fa)))))
+                        noise.source["process_a"] += f"; Helmert step (round {rnd + 1})"
+                if noise.process_a is not None:  # Huber factors of the white-jerk rows (jumps of a pass)
+                    from .acceleration_process import huber_row_weights
+
+                    sa = np.ones(self.robot.nv)
+                    sa[iv] = noise.process_a
+                    jw = huber_row_weights(x[2], sa)
+                    prev = self._jerk_w if self._jerk_w is not None else np.ones_like(jw)
+                    change = max(change, float(np.max(np.abs(jw - prev))))
+                    self._jerk_w = jw
                 if self.robust == "huber":  # issue 9 item 4: Huber IRLS weights of the effort rows
                     sig = np.ones(self.robot.nv)
                     sig[iv] = noise.tau
@@ -425,6 +457,7 @@ class JointSmoother:
             note = ""
             if self.process_motion_scale:  # issue 12: the motion's RMS acceleration, not the noise's
                 a_rms, note = self._motion_acceleration_rms(log, sq, a_rms)
+            self._motion_a_rms = a_rms  # the acceleration row's scale (`acceleration_process`)
             spv = np.maximum(self.process_fraction * a_rms, 1e-3) * h
             if self.process_from_log and log.v is not None:  # issue 9: `process_noise`
                 spv, src["process"] = process_velocity_std(spv, np.asarray(log.v, float)[idx])
@@ -451,6 +484,30 @@ class JointSmoother:
         self.acceleration_scale_ = rec
         k = int(np.sum(rec["replaced"]))
         return s, (f"; RMS acceleration: the motion's (noise removed) on {k} of {s.size} joints" if k else "")
+
+    def _set_acceleration_process(self, noise: NoiseLevels, v0, a0) -> None:
+        """``noise.process_a``: σ_a of the white-jerk acceleration rows (`acceleration_process`) on open
+        chains when ``acceleration_process`` is set, from the motion's RMS acceleration (that of the
+        process noise) and RMS velocity (``v0``: initial SG velocities, used without logged ones);
+        ``acceleration_process_`` its record."""
+        self.acceleration_process_ = None
+        if not self.acceleration_process or self.robot.loops:
+            return
+        from .acceleration_process import acceleration_process_std
+
+        a_rms = getattr(self, "_motion_a_rms", None)
+        if a_rms is None or self.sigma_process is not None:  # process noise given: the initial a's RMS
+            a_rms = np.sqrt(np.mean(np.asarray(a0, float) ** 2, axis=0))
+        # the motion's RMS velocity: the logged velocities less their noise, else the initial SG ones
+        if self._vm is not None and noise.v is not None:
+            ms = np.nanmean(np.asarray(self._vm, float) ** 2, axis=0)
+            v_rms = np.sqrt(np.maximum(ms - noise.v ** 2, 0.25 * ms))
+        else:
+            v_rms = np.sqrt(np.mean(np.asarray(v0, float) ** 2, axis=0))
+        noise.process_a, rec = acceleration_process_std(a_rms, v_rms, float(np.median(self._h)))
+        self.acceleration_process_ = rec
+        noise.source["process_a"] = ("white jerk: 3 x (RMS a / RMS v) x RMS a x h, the motion's (noise "
+                                     "removed)")
 
     # ------------------------------------------------------------------ problem
     def _build_problem(self, noise: NoiseLevels) -> Problem:
@@ -485,6 +542,14 @@ class JointSmoother:
         wp[iv] = 1.0 / noise.process_q
         wp[nv + iv] = 1.0 / noise.process_v
         problem.add(terms.integration(problem, self._h, wp))
+        if getattr(noise, "process_a", None) is not None:  # issue 9 (session 9): white-jerk rows
+            from .acceleration_process import acceleration_process_term
+
+            wa = np.zeros(nv)
+            wa[iv] = 1.0 / noise.process_a
+            if getattr(self, "_jerk_w", None) is not None:  # Huber factors of the rows (per interval)
+                wa = wa[None, :] * self._jerk_w
+            problem.add(acceleration_process_term(problem, wa))
         problem.add(terms.parameter_prior(self._theta_bar, self._theta_std))
         if self._energy_log is not None:
             problem.add(self._energy_term(problem, noise))
