@@ -60,6 +60,10 @@ VARIANTS = {
     "stick-only": ({}, {"PASSIVE_FRICTION": "none"}),
     "all-pins": ({}, {"PASSIVE_FRICTION": "all"}),
     "process-0.1": ({}, {"PROCESS_FRACTION": 0.1}),  # issue 11 (knee fv): a 3 × tighter process noise
+    # issues 11 + 9 (effort timing): the truth's 1 kHz commands held zero-order, efforts re-timed by half
+    # the hold period (`effort_timing`); hold-sample: a hold over the 2 ms sample period assumed instead
+    "hold": ({"effort_timing": "hold", "effort_hold_period": 1.0 / 1000.0}, {}),
+    "hold-sample": ({"effort_timing": "hold"}, {}),
 }
 
 

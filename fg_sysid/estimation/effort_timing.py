@@ -173,8 +173,9 @@ def apply(smoother, log: Log, idx) -> dict | None:
     table = None
     if timing == "cv":
         if robot.floating_base or robot.loops or robot.nv != robot.n_joints:
-            raise EstimationError("effort_timing 'cv' needs a fixed-base open chain (the classical regression "
-                                  "it cross-validates); use 'hold' (with effort_hold_period) or 'sample'")
+            raise EstimationError("effort_timing 'cv' needs a fixed-base open chain (the classical "
+                                  "regression it cross-validates); use 'hold' (with effort_hold_period) "
+                                  "or 'sample'")
         filt = getattr(smoother, "init_filter_", None) or {"window_s": 0.05, "polyorder": 3}
         delay, table = choose_delay_cv(robot, log, filt["window_s"], filt["polyorder"])
     else:
@@ -190,6 +191,6 @@ def apply(smoother, log: Log, idx) -> dict | None:
     how = "chosen by blocked CV" if timing == "cv" else "held zero-order"
     noise = getattr(smoother, "noise_", None)
     if noise is not None:
-        noise.source["tau_timing"] = (f"efforts re-timed to the knots ({how}): logged effort leads the motion "
-                                      f"by {delay * 1e3:.4g} ms ({delay / h:.3g} samples)")
+        noise.source["tau_timing"] = (f"efforts re-timed to the knots ({how}): logged effort leads the "
+                                      f"motion by {delay * 1e3:.4g} ms ({delay / h:.3g} samples)")
     return rec
