@@ -46,6 +46,10 @@ METHODS = {
     "smoother+stick": ("smoother", {"stick_weights": "law-width"}),  # issue 9 session 8: `arm_stick`
     "smoother+stick-noise": ("smoother", {"stick_weights": "velocity-noise"}),
     "smoother-auto+stick-noise": ("smoother", {"friction": "auto", "stick_weights": "velocity-noise"}),
+    # issues 11 + 9 (effort timing): efforts re-timed to the knots, `effort_timing` (--effort-timing)
+    "smoother+hold": ("smoother", {"effort_timing": "hold"}),  # held over the sample period
+    "smoother+hold4k": ("smoother", {"effort_timing": "hold", "effort_hold_period": 1 / 4000}),  # 4 kHz ctrl
+    "smoother+delay-cv": ("smoother", {"effort_timing": "cv"}),  # delay chosen by blocked CV
     "ls-sg": ("ls-sg", {}),
     "nominal": None,
 }

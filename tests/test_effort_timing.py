@@ -111,6 +111,10 @@ def test_cv_recovers_a_known_delay(pendulum, held_logs):
     lagged = dataclasses.replace(log, tau=np.vstack([log.tau[:1], log.tau[:-1]]))
     d_lag, table_lag = choose_delay_cv(pendulum, lagged, w, o)
     assert d_lag == pytest.approx(-0.5 * h), table_lag
+    # efforts already at the sample instants (the held log re-timed): no delay to find, d = 0 is kept
+    at_samples = dataclasses.replace(log, tau=retime_efforts(log.t, log.tau, 0.5 * h))
+    d0, table0 = choose_delay_cv(pendulum, at_samples, w, o)
+    assert d0 == 0.0, table0
     scores = {r["fraction"]: r["score"] for r in table}
     assert scores[0.5] < 0.9 * scores[0.0]  # the choice is clear, not a tie
 
