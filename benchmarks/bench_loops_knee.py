@@ -197,7 +197,8 @@ def main() -> None:
     ap.add_argument("--variants", nargs="+", default=["default"], choices=sorted(VARIANTS),
                     help="loop-smoother variants (VARIANTS): default; before (every pin's friction free, "
                          "effort rows 1/σ_τ); pins-only / stick-only (one of the two changes); all-pins; "
-                         "fixed-width (friction='coulomb-viscous'); process-0.1 (3 × tighter process noise)")
+                         "fixed-width (friction='coulomb-viscous'); process-0.1 (3 × tighter process noise); "
+                         "hold / hold-sample (efforts re-timed: 1 ms hold / the 2 ms sample period)")
     ap.add_argument("--out", default="benchmarks/results/loops_knee")
     args = ap.parse_args()
     variants = {f"loop-smoother[{v}]" if v != "default" else "loop-smoother": VARIANTS[v]
