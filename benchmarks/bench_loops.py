@@ -75,8 +75,9 @@ def simulate(truth: str, robot, duration, rate, noise, seed, given=None):
     return simulate_loop_inclass(robot, duration, rate, noise, seed, truth=given)
 
 
-def loop_smoother(robot_name: str):
-    """The loops-core estimator, if this fg_sysid has it: (fit(log) -> predictor(states)) or None."""
+def loop_smoother(robot_name: str, options: dict | None = None):
+    """The loops-core estimator, if this fg_sysid has it: (fit(log) -> predictor(states)) or None
+    (``options``: extra `JointSmoother` keyword arguments, e.g. the effort timing)."""
     try:
         from fg_sysid.estimation import loop_terms  # noqa: F401  (present once loops-core is merged)
         from fg_sysid.estimation.smoother import JointSmoother
@@ -98,7 +99,7 @@ def loop_smoother(robot_name: str):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 robot_l, log_l = load_log_for_robot(Path(tmp) / "log.parquet", robot)
-                sm = JointSmoother(robot_l, verbose=True).fit(log_l)
+                sm = JointSmoother(robot_l, verbose=True, **(options or {})).fit(log_l)
         res = sm.result_
 
         def predict(states, loop_robot):
@@ -167,7 +168,11 @@ def run(robot_name: str, truth: str, args) -> tuple[pd.DataFrame, pd.DataFrame, 
         u_s = predict_efforts(sm.result_, srobot, qs, vs, as_)
         motor_of = {emap.get(j, j): i for i, j in enumerate(srobot.joint_names)}
         preds["reduced"] = np.column_stack([u_s[:, motor_of[j]] for j in st.actuated])
-    fit_loop = loop_smoother(robot_name)
+    # issues 11 + 9: the MuJoCo truths' commands are held zero-order (`--mujoco-effort-hold`)
+    hold = getattr(args, "mujoco_effort_hold", None)
+    held = hold and truth.startswith("mujoco")
+    opts = {"effort_timing": "hold", "effort_hold_period": hold} if held else {}
+    fit_loop = loop_smoother(robot_name, opts)
     if fit_loop is not None:
         t1 = time.perf_counter()
         res, predictor = fit_loop(tr.log)
@@ -514,6 +519,9 @@ def main() -> None:
                     help="loop smoother's prior mean (truth: a diagnostic — does the fit stay there?)")
     ap.add_argument("--floating-methods", nargs="*", default=["reduced", "loop-smoother"],
                     help="fitted methods of the floating rows (nominal and true are always scored)")
+    ap.add_argument("--mujoco-effort-hold", type=float, default=None, metavar="SECONDS",
+                    help="loop smoother on the MuJoCo truths: efforts held zero-order over this period "
+                         "(their controller's, 0.001), re-timed to the knots (`effort_timing`); default off")
     args = ap.parse_args()
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -60,6 +60,10 @@ VARIANTS = {
     "stick-only": ({}, {"PASSIVE_FRICTION": "none"}),
     "all-pins": ({}, {"PASSIVE_FRICTION": "all"}),
     "process-0.1": ({}, {"PROCESS_FRACTION": 0.1}),  # issue 11 (knee fv): a 3 × tighter process noise
+    # issues 11 + 9 (effort timing): the truth's 1 kHz commands held zero-order, efforts re-timed by half
+    # the hold period (`effort_timing`); hold-sample: a hold over the 2 ms sample period assumed instead
+    "hold": ({"effort_timing": "hold", "effort_hold_period": 1.0 / 1000.0}, {}),
+    "hold-sample": ({"effort_timing": "hold"}, {}),
 }
 
 
@@ -193,7 +197,8 @@ def main() -> None:
     ap.add_argument("--variants", nargs="+", default=["default"], choices=sorted(VARIANTS),
                     help="loop-smoother variants (VARIANTS): default; before (every pin's friction free, "
                          "effort rows 1/σ_τ); pins-only / stick-only (one of the two changes); all-pins; "
-                         "fixed-width (friction='coulomb-viscous'); process-0.1 (3 × tighter process noise)")
+                         "fixed-width (friction='coulomb-viscous'); process-0.1 (3 × tighter process noise); "
+                         "hold / hold-sample (efforts re-timed: 1 ms hold / the 2 ms sample period)")
     ap.add_argument("--out", default="benchmarks/results/loops_knee")
     args = ap.parse_args()
     variants = {f"loop-smoother[{v}]" if v != "default" else "loop-smoother": VARIANTS[v]

@@ -9,7 +9,9 @@ No smoother fits (cheap: ≈ 15 CPU s per seed). Per seed, the training log of `
               f = u − [Gᵀ(RNEA_true + A a)]_motor (passive pins frictionless): least squares of
               fc·sign(v) + fv·v (+ an acceleration column) on |v| > 0.3 rad/s — with MuJoCo's own qacc
               (``[qacc]``) and with 4th-order central differences of the logged v (``[fd]``: what an
-              estimator's states see). ``--control-rates`` repeats it for other controller rates: the
+              estimator's states see), and with the efforts re-timed to the samples (``[fd+hold]``: by half
+              the controller's hold period, `effort_timing`; ``[fd+hold(h)]``: by half the sample period).
+              ``--control-rates`` repeats it for other controller rates: the
               logged effort is the value at the start of its zero-order hold, the motion answers the
               held value (a lag of half a control period), which shows up as a lower apparent fv;
 (d) law       the estimator's law fc·tanh(v/vs) + fv·v fitted (nonlinear least squares, vs free) to that
@@ -37,6 +39,7 @@ from scipy.optimize import least_squares
 from fg_sysid.datasets.mujoco_loops import constrained_torque, simulate_loop_mujoco
 from fg_sysid.datasets.simulate import truth_arrays
 from fg_sysid.estimation import loop_identifiability as li
+from fg_sysid.estimation.effort_timing import retime_efforts
 from fg_sysid.estimation.loop_baseline import _central4, loop_states
 from fg_sysid.robots import load_robot
 from fg_sysid.robots.loop_kinematics import ClosureKinematics
@@ -48,9 +51,9 @@ MOTOR, CALF, ROD = "FL_knee_motor", "FL_calf_joint", "FL_rod_joint"
 FAST = 0.3  # rad/s: outside MuJoCo's stick / soft-constraint region
 
 
-def motor_friction(robot, res, accelerations) -> np.ndarray:
+def motor_friction(robot, res, accelerations, tau=None) -> np.ndarray:
     """MuJoCo's friction torque on the knee motor [N·m] per sample: u − [Gᵀ(RNEA_true + A a)]_motor at
-    the noise-free states with the given accelerations (N, nv)."""
+    the noise-free states with the given accelerations (N, nv) (``tau``: efforts in place of the log's)."""
     names = list(robot.joint_names)
     act = [names.index(j) for j in actuated_joints(robot)]
     dep = [i for i in range(len(names)) if i not in act]
@@ -63,7 +66,7 @@ def motor_friction(robot, res, accelerations) -> np.ndarray:
     for k in range(out.size):
         q, v = res.truth_log.q[k], res.truth_log.v[k]
         u, _ = constrained_torque(model, ck, dep, act, q, v, accelerations[k])
-        out[k] = res.truth_log.tau[k, m] - u[km]
+        out[k] = (res.truth_log.tau if tau is None else tau)[k, m] - u[km]
     return out
 
 
@@ -87,8 +90,14 @@ def run_seed(seed: int, args, control_rate: float = 1000.0) -> dict:
     a_fd = _central4(res.truth_log.v, dt)
     fast = np.abs(v) > FAST
     fast[:3], fast[-3:] = False, False  # central-difference edges
-    for label, acc in (("qacc", res.truth_acceleration), ("fd", a_fd)):
-        f = motor_friction(robot, res, acc)
+    # [fd+hold]: the efforts re-timed by half the controller's hold period (`effort_timing`, the truth's
+    # timing); [fd+hold(h)]: by half the log's sample period (`--effort-timing hold` without a hold period)
+    tl = res.truth_log
+    retimed = {"fd+hold": retime_efforts(tl.t, tl.tau, 0.5 / control_rate),
+               "fd+hold(h)": retime_efforts(tl.t, tl.tau, 0.5 * dt)}
+    for label, acc in (("qacc", res.truth_acceleration), ("fd", a_fd), ("fd+hold", a_fd),
+                       ("fd+hold(h)", a_fd)):
+        f = motor_friction(robot, res, acc, retimed.get(label))
         A = np.c_[np.sign(v[fast]), v[fast], acc[fast, m]]
         x = np.linalg.lstsq(A, f[fast], rcond=None)[0]
         row[f"sign_fv_err_%[{label}]"] = 100 * (x[1] / fv - 1)

@@ -51,6 +51,10 @@ METHODS = {
     "smoother+jerk-converged": ("smoother", {"acceleration_process": True, "strategy": "hybrid",
                                              "max_iterations": 200}),
     "smoother-converged": ("smoother", {"strategy": "hybrid", "max_iterations": 200}),
+    # issues 11 + 9 (effort timing): efforts re-timed to the knots, `effort_timing` (--effort-timing)
+    "smoother+hold": ("smoother", {"effort_timing": "hold"}),  # held over the sample period
+    "smoother+hold4k": ("smoother", {"effort_timing": "hold", "effort_hold_period": 1 / 4000}),  # 4 kHz ctrl
+    "smoother+delay-cv": ("smoother", {"effort_timing": "cv"}),  # delay chosen by blocked CV
     "ls-sg": ("ls-sg", {}),
     "nominal": None,
 }

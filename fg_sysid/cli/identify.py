@@ -18,6 +18,7 @@ from .data_options import (  # issue 14: ROS bags, degenerate-data checks
     run_data_checks,
     write_prior_answer,
 )
+from .effort_timing_options import effort_timing_options, parse_effort_timing  # issues 11 + 9
 from .outputs import write_identification
 
 METHODS = ("smoother", "ls-sg", "energy-ls")  # energy-ls: issue 12 hook
@@ -188,12 +189,14 @@ def _positive(name, val, allow_none=True):
                    "(opt-in, issue 9 session 9): without them the accelerations' highest frequencies absorb "
                    "the effort noise (noisy or real logs); they smooth fast true changes of the acceleration "
                    "(sharp friction at low noise) (docs/damping.md).")
+@effort_timing_options  # issues 11 + 9: held efforts re-timed to the knots
 def identify_cmd(log_path, robot_source, out, method, knot_stride, sigma_q, sigma_v, sigma_tau, inertia,
                  friction, friction_velocity_scale, max_iterations, contact_radius, total_mass,
                  total_mass_std,
                  symmetry, symmetry_std, constraints, process_noise, impacts, touchdown_settle, use_forces,
                  energy, dynamics, fit_actuation, quiet, robust="none", damping="line-search",
-                 stick_weights="none", acceleration_process=False):
+                 stick_weights="none", acceleration_process=False, effort_timing="sample",
+                 effort_hold_period=None):
     """Identify ROBOT's physical parameters from LOG (CSV or Parquet, t/q.*/v.*/tau.* columns, or a ROS
     bag: rosbag2 directory, .db3, .mcap, ROS 1 .bag; see docs/data-format.md).
 
@@ -259,6 +262,7 @@ def identify_cmd(log_path, robot_source, out, method, knot_stride, sigma_q, sigm
         if robot.floating_base or method != "smoother" or robot.loops:
             fail("--acceleration-process applies to the smoother on fixed-base open-chain robots")
         options["acceleration_process"] = True
+    parse_effort_timing(options, effort_timing, effort_hold_period, method, robot)  # issues 11 + 9
     if robot.floating_base:
         _check_floating_options(contact_radius, total_mass, total_mass_std, symmetry_std, touchdown_settle)
         options.update(contact_radius=contact_radius, total_mass=total_mass, total_mass_std=total_mass_std,

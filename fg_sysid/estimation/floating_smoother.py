@@ -79,7 +79,7 @@ from ..factors.parameter_priors import (
 from ..layout import ParameterLayout
 from ..parameterizations import check_physical_consistency
 from ..robots import RobotModel
-from . import floating_loops, terms
+from . import effort_timing, floating_loops, terms
 from .floating_baseline import manifold_sg_states
 from .linear_solver import SingularSystemError
 from .noise import highfreq_noise_std, knot_stride_from_log, savgol_derivatives
@@ -159,6 +159,9 @@ class FloatingBaseSmoother(JointSmoother):
         energy: work–energy rows per knot interval without a contact change (paper 004 eq. 63);
             ``energy_contact``: their contact work — ``"allowance"`` (default: bound as noise), ``"measured"``
             (modelled from the logged forces) or ``"none"`` (sensor noise only); `energy_contact.py`.
+        effort_timing, effort_hold_period: what a logged effort means, "sample" (default) or "hold" (held
+            zero-order over the hold period [s], default the sample period: efforts re-timed to the
+            knots), as `JointSmoother` (`effort_timing`; "cv" is for fixed-base open chains).
     """
 
     #: LM stops when no θ coordinate moved more than this fraction of its prior std in two consecutive
@@ -228,6 +231,8 @@ class FloatingBaseSmoother(JointSmoother):
         verbose: bool = False,
         energy: bool = False,
         energy_contact: str = "allowance",
+        effort_timing: str = "sample",
+        effort_hold_period: float | None = None,
     ):
         super().__init__(
             robot,
@@ -253,6 +258,8 @@ class FloatingBaseSmoother(JointSmoother):
             verbose=verbose,
             energy=energy,
         )
+        self.effort_timing = effort_timing  # issues 11 + 9: `effort_timing` (held efforts re-timed)
+        self.effort_hold_period = effort_hold_period
         self.contact_frames = None if contact_frames is None else tuple(contact_frames)
         self.contact_radius = contact_radius
         self.constraints = constraints
@@ -476,6 +483,7 @@ class FloatingBaseSmoother(JointSmoother):
         if self.sigma_tau is None:  # model error of a prior-mean θ dominates a noise-free log's effort noise
             noise.tau = np.maximum(noise.tau, self.tau_floor_relative * noise.tau_rms)
             noise.source["tau"] += f", floored at {self.tau_floor_relative:g} x the effort RMS"
+        effort_timing.apply(self, log, idx)  # issues 11 + 9: held efforts re-timed to the knots (or no-op)
         # a noise-free log still disagrees with the rigid-contact model at the 1e-4 level (soft contacts,
         # slip): encoder / velocity stds below that only make the problem stiff
         if self.sigma_q is None:

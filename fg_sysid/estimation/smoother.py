@@ -32,7 +32,7 @@ from ..factors.manifold import ConfigurationSpace
 from ..layout import ParameterLayout
 from ..parameterizations import warn_if_inconsistent
 from ..robots import RobotModel
-from . import loop_terms, terms
+from . import effort_timing, loop_terms, terms
 from .effort_quality import HUBER_K, drop_deadband_channels, huber_weights
 from .noise import highfreq_noise_std, savgol_derivatives
 from .problem import Problem, retract_states
@@ -132,6 +132,11 @@ class JointSmoother:
             free and absorbs the effort noise (on noisy logs the converged MAP predicts worse than an early
             stop); with it, fast true changes of a (sharp friction, high-gain control at σ = 0.01) are
             smoothed and the fit loses there (docs/damping.md). False (default) = integration rows alone.
+        effort_timing: what a logged effort means (issues 11 + 9, `effort_timing`): "sample" (default: the
+            effort at the sample instant), "hold" (a command held zero-order over ``effort_hold_period``
+            [s], default the sample period: the inverse-dynamics rows take the efforts re-timed to the
+            knots, ½(τ̂_{k−1} + τ̂_k) for a hold over the sample period) or "cv" (a delay chosen by blocked
+            cross-validation on the training log; fixed-base open chains).
         verbose: print one line per iteration to stderr.
     """
 
@@ -147,7 +152,8 @@ class JointSmoother:
                  process_from_log: bool = True, strategy: str = "line-search",
                  deadband_zero_fraction: float | None = 0.5, robust: str | None = None,
                  process_motion_scale: bool = True, stick_weights: str | None = None,
-                 acceleration_process: bool | str = False):
+                 acceleration_process: bool | str = False,
+                 effort_timing: str = "sample", effort_hold_period: float | None = None):
         self.robot = robot
         self.inertia = inertia
         self.friction = friction
@@ -181,6 +187,8 @@ class JointSmoother:
         self.process_motion_scale = process_motion_scale  # issue 12
         self.stick_weights = stick_weights  # issue 9 (session 8): `arm_stick`, open chains
         self.acceleration_process = acceleration_process  # issue 9 (session 9): `acceleration_process`
+        self.effort_timing = effort_timing  # issues 11 + 9: `effort_timing` (held efforts re-timed)
+        self.effort_hold_period = effort_hold_period
 
     # ------------------------------------------------------------------ public
     def fit(self, log: Log) -> JointSmoother:
@@ -303,6 +311,7 @@ class JointSmoother:
         if self.deadband_:
             noise.source["tau_deadband"] = ("left out (dead band, fraction of exact zeros): "
                                             + ", ".join(f"{j} {f:.3f}" for j, f in self.deadband_.items()))
+        effort_timing.apply(self, log, idx)  # issues 11 + 9: held efforts re-timed to the knots (or no-op)
         self._robust_w = None  # Huber row factors of the inverse-dynamics term (robust="huber")
         self._jerk_w = None  # Huber row factors of the white-jerk rows (`acceleration_process`)
         prior_mean_phys = None if self.prior_mean is None else self._from_baseline_layout(self.prior_mean)
