@@ -1,0 +1,142 @@
+"""Floating B1 with four-bar knees: the knee-motor friction at given states (issue 11, floating knee).
+
+The fixed-state regression of `bench_floating_loop_states.py` (`floating_loop_checks.fixed_state_system`
+/ `map_fit`, the smoother's raw prior, measured contact forces, effort-saturation windows left out), with
+two row weightings of the actuated rows:
+
+* ``uniform``: every actuated row 1/σ (σ = the true parameters' residual RMS on the rows);
+* ``stick``: `arm_stick`'s stick-phase rule mapped through the closure (`floating_loop_checks.
+  stick_row_factor`: δ_j = fc_j (1 − tanh²(v_j / (2 v_s))), σ_stick,a = ‖(G_ja δ_j)_j‖, row factor
+  σ / √(σ² + σ_stick²)), fc from the uniform fit (``stick``) or the truth (``stick-oracle``).
+
+Prints, per case, the held-out error at exact states (hip / thigh / knee motor, %) and each knee motor's
+fc, fv, armature and the reflected sums fc + Σ|J| fc_p against the truth, with the posterior std.
+
+    python benchmarks/bench_floating_knee_friction.py --stride 10
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+LEGS = ("FL", "FR", "RL", "RR")
+
+
+def main() -> None:
+    from bench_floating_loop_states import heldout_score, simulate, smoother_prior
+
+    from fg_sysid.estimation.floating_loop_checks import (
+        fixed_state_system,
+        map_fit,
+        saturation_window,
+        stick_row_factor,
+    )
+    from fg_sysid.estimation.loop_baseline import parameter_names
+    from fg_sysid.robots.loops import actuation_of
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--train", type=float, default=9.6)
+    ap.add_argument("--heldout", type=float, default=2.4)
+    ap.add_argument("--step-period", type=float, default=2.4)
+    ap.add_argument("--heldout-step-period", type=float, default=1.0)
+    ap.add_argument("--lift", type=float, default=0.11)
+    ap.add_argument("--loop", type=float, default=0.065)
+    ap.add_argument("--friction-scale", type=float, default=0.25)
+    ap.add_argument("--rate", type=float, default=500.0)
+    ap.add_argument("--noise", type=float, default=0.01)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--stride", type=int, default=10)
+    ap.add_argument("--states", nargs="+", default=["inst", "smooth"])
+    ap.add_argument("--pins", nargs="+", default=["free", "held"], choices=["free", "held"])
+    ap.add_argument("--weightings", nargs="+", default=["uniform", "stick", "stick-oracle"],
+                    choices=["uniform", "stick", "stick-oracle"])
+    ap.add_argument("--out", default=None)
+    args = ap.parse_args()
+    c0 = time.process_time()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        robot, res_tr, log_tr, a_tr, res_ho, a_ho = simulate(args)
+    print(f"simulated in {time.process_time() - c0:.0f} CPU s", flush=True)
+    names = parameter_names(robot)
+    p_true = np.array([res_tr.truth["parameters"][n] for n in names])
+    p_bar, p_std, lower = smoother_prior(robot)
+    col = {j: i for i, j in enumerate(log_tr.joint_names)}
+    tau = np.full((len(res_tr.t), robot.n_joints), np.nan)
+    for i, j in enumerate(robot.joint_names):
+        if j in col:
+            tau[:, i] = np.asarray(log_tr.tau)[:, col[j]]
+    sat = saturation_window(res_tr.t, tau, robot.effort_limits())
+    sel = np.arange(0, len(res_tr.t), args.stride)
+    sel = sel[~sat[sel]]
+    a_smooth = np.gradient(res_tr.v_pin, res_tr.t, axis=0)
+    F = np.asarray(res_tr.contact_force)[sel]
+    knees = [f"{leg}_knee_motor" for leg in LEGS]
+    im = [i for i, n in enumerate(names) if n.endswith(".m")]
+    passive_friction = [names.index(f"{j}.{s}") for j in actuation_of(robot).passive for s in ("fc", "fv")]
+    rows = []
+    for states in args.states:
+        a = a_tr if states == "inst" else a_smooth
+        q, v = res_tr.q_pin[sel], res_tr.v_pin[sel]
+        A, b = fixed_state_system(robot, q, v, a[sel], tau[sel], forces=F)
+        sigma = float(np.sqrt(np.mean((A @ p_true - b) ** 2)))
+        for pins in args.pins:
+            ps, lo = p_std.copy(), lower.copy()
+            if pins == "held":  # passive joints' friction held at the URDF value (the fixed-base loop's rule)
+                for i in passive_friction:
+                    ps[i], lo[i] = 1e-9, p_bar[i] - 1e-12
+            p_uni = None
+            for weighting in args.weightings:
+                c1 = time.process_time()
+                if weighting == "uniform":
+                    f = np.ones(A.shape[0])
+                else:
+                    p_fc = p_uni if weighting == "stick" else p_true
+                    f = stick_row_factor(robot, q, v, p_fc, sigma)
+                p, cov = map_fit(A * f[:, None], b * f, p_bar, ps, sigma, lo)
+                if weighting == "uniform":
+                    p_uni = p
+                sd = np.sqrt(np.clip(np.diag(cov), 0, None))
+                row = {"states": states, "pins": pins, "weighting": weighting,
+                       **heldout_score(robot, p, res_ho, a_ho),
+                       "rows_down_weighted": float(np.mean(f < 0.5)), "cpu_s": time.process_time() - c1}
+                for k in knees:
+                    leg = k[:2]
+                    for s in ("fc", "fv", "armature"):
+                        i = names.index(f"{k}.{s}")
+                        row[f"{leg}.{s}"] = p[i]
+                        row[f"{leg}.{s}.err%"] = 100 * (p[i] / p_true[i] - 1)
+                        row[f"{leg}.{s}.std%"] = 100 * sd[i] / max(abs(p_true[i]), 1e-12)
+                    for pj in ("calf_joint", "rod_joint"):
+                        row[f"{leg}.{pj}.fc"] = p[names.index(f"{leg}_{pj}.fc")]
+                    row[f"{leg}.base_mass"] = p[im[0]]
+                rows.append(row)
+                print(f"  {states} / pins {pins} / {weighting}: hip {row['hip_joint']:.2f} thigh "
+                      f"{row['thigh_joint']:.2f} knee {row['knee_motor']:.2f} %, fc err "
+                      + " ".join(f"{row[k[:2] + '.fc.err%']:+.0f}" for k in knees) + " % (std "
+                      + " ".join(f"{row[k[:2] + '.fc.std%']:.0f}" for k in knees) + " %), fv err "
+                      + " ".join(f"{row[k[:2] + '.fv.err%']:+.0f}" for k in knees) + " %, arm err "
+                      + " ".join(f"{row[k[:2] + '.armature.err%']:+.0f}" for k in knees) + " %", flush=True)
+    tab = pd.DataFrame(rows)
+    pd.set_option("display.width", 250)
+    pd.set_option("display.max_columns", 100)
+    print("truth: " + "; ".join(f"{k[:2]} fc {p_true[names.index(k + '.fc')]:.3f} fv "
+                                f"{p_true[names.index(k + '.fv')]:.3f} arm "
+                                f"{p_true[names.index(k + '.armature')]:.5f}" for k in knees))
+    print(tab.round(4).T.to_string())
+    if args.out:
+        tab.to_csv(args.out, index=False)
+        print(f"wrote {args.out}")
+    print(f"total {time.process_time() - c0:.0f} CPU s")
+
+
+if __name__ == "__main__":
+    main()
