@@ -9,8 +9,9 @@ two row weightings of the actuated rows:
   stick_row_factor`: δ_j = fc_j (1 − tanh²(v_j / (2 v_s))), σ_stick,a = ‖(G_ja δ_j)_j‖, row factor
   σ / √(σ² + σ_stick²)), fc from the uniform fit (``stick``) or the truth (``stick-oracle``).
 
-Prints, per case, the held-out error at exact states (hip / thigh / knee motor, %) and each knee motor's
-fc, fv, armature and the reflected sums fc + Σ|J| fc_p against the truth, with the posterior std.
+First, the oracle (`oracle_friction`): the knee motors' friction torque at the exact states, and which
+law fits it. Then, per case, the held-out error at exact states (hip / thigh / knee motor, %) and each
+knee motor's fc, fv, armature and the reflected sums fc + Σ|J| fc_p against the truth, with the posterior std.
 
     python benchmarks/bench_floating_knee_friction.py --stride 10
 """
@@ -29,6 +30,47 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 LEGS = ("FL", "FR", "RL", "RR")
+
+
+def oracle_friction(robot, res, a_pin, p_true, names, sat, stride: int = 2) -> pd.DataFrame:
+    """The knee motors' friction torque at MuJoCo's exact states (instantaneous qacc, noise-free efforts,
+    contact forces; saturation windows left out): y = [Gᵀ(S τ + Σ J_fᵀ f) − Gᵀ W p₀]_motor with p₀ = the
+    true parameters without any friction (the truth's pins have none). Per motor: the share of samples per
+    |v| band, `floating_knee.width_profile` (tanh law with its width free; at v_s = 0.05: ``fc_law``) and a
+    soft dry-friction fit fc·clip(v/w, ±1) + fv·v (scipy ``least_squares``)."""
+    from scipy.optimize import least_squares
+
+    from fg_sysid.estimation.floating_knee import width_profile
+    from fg_sysid.estimation.floating_loop_checks import fixed_state_system
+
+    sel = np.arange(0, len(res.t), stride)
+    sel = sel[~sat[sel]]
+    tau = np.asarray(res.tau, float)
+    A, b = fixed_state_system(robot, res.q_pin[sel], res.v_pin[sel], a_pin[sel], tau[sel],
+                              forces=np.asarray(res.contact_force)[sel])
+    p0 = p_true.copy()
+    jn = list(robot.joint_names)
+    p0[[names.index(f"{j}.{s}") for j in jn for s in ("fc", "fv")]] = 0.0
+    y_all = (b - A @ p0).reshape(sel.size, -1)
+    act = [j for j in jn if j not in robot.actuation.passive]
+    iv = np.asarray(robot.joint_index_v())
+    rows = []
+    for leg in LEGS:
+        m = f"{leg}_knee_motor"
+        v, y = res.v_pin[sel][:, iv[jn.index(m)]], y_all[:, 6 + act.index(m)]
+        prof = width_profile(v, y, 0.05)
+        sl = least_squares(lambda c, v=v, y=y: c[0] * np.clip(v / abs(c[2]), -1, 1) + c[1] * v - y,
+                           [0.5, 0.1, 0.1])
+        fc, fv = p_true[names.index(m + ".fc")], p_true[names.index(m + ".fv")]
+        av = np.abs(v)
+        rows.append({"motor": m, "fc_true": fc, "fv_true": fv,
+                     "share_|v|<0.05": float(np.mean(av < 0.05)), "share_|v|>0.5": float(np.mean(av > 0.5)),
+                     "fc_tanh_0.05": prof["fc_law"], "fv_tanh_0.05": prof["fv_law"],
+                     "width_tanh": prof["width"], "fc_tanh_w": prof["fc"], "fv_tanh_w": prof["fv"],
+                     "rms_gain_%": 100 * prof["rms_gain"], "width_soft": abs(sl.x[2]), "fc_soft": sl.x[0],
+                     "fv_soft": sl.x[1], "fc_soft_err_%": 100 * (sl.x[0] / fc - 1),
+                     "fc_tanh_w_err_%": 100 * (prof["fc"] / fc - 1)})
+    return pd.DataFrame(rows)
 
 
 def main() -> None:
@@ -75,6 +117,12 @@ def main() -> None:
         if j in col:
             tau[:, i] = np.asarray(log_tr.tau)[:, col[j]]
     sat = saturation_window(res_tr.t, tau, robot.effort_limits())
+    orc = oracle_friction(robot, res_tr, a_tr, p_true, names, sat)
+    pd.set_option("display.width", 250)
+    pd.set_option("display.max_columns", 100)
+    print("knee-motor friction torque at the exact training states (oracle: true inertias, noise-free "
+          "efforts):")
+    print(orc.round(3).to_string(index=False), flush=True)
     sel = np.arange(0, len(res_tr.t), args.stride)
     sel = sel[~sat[sel]]
     a_smooth = np.gradient(res_tr.v_pin, res_tr.t, axis=0)
@@ -126,8 +174,6 @@ def main() -> None:
                       + " ".join(f"{row[k[:2] + '.fv.err%']:+.0f}" for k in knees) + " %, arm err "
                       + " ".join(f"{row[k[:2] + '.armature.err%']:+.0f}" for k in knees) + " %", flush=True)
     tab = pd.DataFrame(rows)
-    pd.set_option("display.width", 250)
-    pd.set_option("display.max_columns", 100)
     print("truth: " + "; ".join(f"{k[:2]} fc {p_true[names.index(k + '.fc')]:.3f} fv "
                                 f"{p_true[names.index(k + '.fv')]:.3f} arm "
                                 f"{p_true[names.index(k + '.armature')]:.5f}" for k in knees))
