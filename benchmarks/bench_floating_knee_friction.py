@@ -1,4 +1,4 @@
-"""Floating B1 with four-bar knees: the knee-motor friction at given states (issue 11, floating knee).
+r"""Floating B1 with four-bar knees: the knee-motor friction at given states (issue 11, floating knee).
 
 The fixed-state regression of `bench_floating_loop_states.py` (`floating_loop_checks.fixed_state_system`
 / `map_fit`, the smoother's raw prior, measured contact forces, effort-saturation windows left out), with
@@ -11,9 +11,13 @@ two row weightings of the actuated rows:
 
 First, the oracle (`oracle_friction`): the knee motors' friction torque at the exact states, and which
 law fits it. Then, per case, the held-out error at exact states (hip / thigh / knee motor, %) and each
-knee motor's fc, fv, armature and the reflected sums fc + Σ|J| fc_p against the truth, with the posterior std.
+knee motor's fc, fv, armature against the truth with its posterior std and the calf / rod pins' fc; pins
+``free`` (the floating smoother's prior) or ``held`` at their URDF value (the fixed-base loop's rule for
+collinear pins). ``--swap``: `swap_table` of a loop-smoother fit.
 
     python benchmarks/bench_floating_knee_friction.py --stride 10
+    python benchmarks/bench_floating_knee_friction.py --stride 10 --pins held --weightings uniform \
+        --states inst --swap benchmarks/results/loops_floating_static_floating_parameters.csv
 """
 
 from __future__ import annotations
@@ -73,6 +77,35 @@ def oracle_friction(robot, res, a_pin, p_true, names, sat, stride: int = 2) -> p
     return pd.DataFrame(rows)
 
 
+def swap_table(robot, names, p_true, fit_csv, res_ho, a_ho) -> pd.DataFrame:
+    """Which parameter group of a loop-smoother fit costs the held-out hip / thigh / knee error: the fit
+    (``fit_csv`` = `bench_loops.py --floating`'s ``*_floating_parameters.csv``) with one group replaced by
+    the truth, scored at the exact held-out states (`bench_floating_loop_states.heldout_score`), mean over
+    the legs."""
+    from bench_floating_loop_states import heldout_score
+
+    from fg_sysid.estimation.loop_baseline import nominal_parameters
+
+    est = dict(pd.read_csv(fit_csv)[["name", "estimate"]].itertuples(index=False, name=None))
+    p_fit = np.array([est[n] for n in names])
+    kind = [n.rsplit(".", 1)[1] for n in names]
+    body = [n.rsplit(".", 1)[0] for n in names]
+    inert = np.array([k not in ("fc", "fv", "armature") for k in kind])
+    groups = {"fit": np.zeros(len(names), bool), "friction + armature": ~inert,
+              "all inertias": inert, "base body": inert & (np.array(body) == "base"),
+              "leg bodies": inert & (np.array(body) != "base")}
+    for part in ("hip", "thigh", "calf", "crank", "rod"):
+        groups[f"{part} bodies"] = inert & np.array([b.endswith("_" + part) for b in body])
+    rows = [{"case": "nominal URDF", **heldout_score(robot, nominal_parameters(robot), res_ho, a_ho)},
+            {"case": "true parameters", **heldout_score(robot, p_true, res_ho, a_ho)}]
+    for g, m in groups.items():
+        p = p_fit.copy()
+        p[m] = p_true[m]
+        rows.append({"case": "fit" if g == "fit" else f"fit, {g} = truth",
+                     **heldout_score(robot, p, res_ho, a_ho)})
+    return pd.DataFrame(rows)
+
+
 def main() -> None:
     from bench_floating_loop_states import heldout_score, simulate, smoother_prior
 
@@ -101,6 +134,7 @@ def main() -> None:
     ap.add_argument("--pins", nargs="+", default=["free", "held"], choices=["free", "held"])
     ap.add_argument("--weightings", nargs="+", default=["uniform", "stick", "stick-oracle"],
                     choices=["uniform", "stick", "stick-oracle"])
+    ap.add_argument("--swap", default=None, help="a loop fit's *_floating_parameters.csv: swap table")
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
     c0 = time.process_time()
@@ -174,6 +208,10 @@ def main() -> None:
                       + " ".join(f"{row[k[:2] + '.fv.err%']:+.0f}" for k in knees) + " %, arm err "
                       + " ".join(f"{row[k[:2] + '.armature.err%']:+.0f}" for k in knees) + " %", flush=True)
     tab = pd.DataFrame(rows)
+    if args.swap:
+        print(f"held-out relative RMSE [%] at exact states, {args.swap} with parameter groups set to the "
+              "truth:")
+        print(swap_table(robot, names, p_true, args.swap, res_ho, a_ho).round(2).to_string(index=False))
     print("truth: " + "; ".join(f"{k[:2]} fc {p_true[names.index(k + '.fc')]:.3f} fv "
                                 f"{p_true[names.index(k + '.fv')]:.3f} arm "
                                 f"{p_true[names.index(k + '.armature')]:.5f}" for k in knees))
