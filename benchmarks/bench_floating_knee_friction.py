@@ -13,7 +13,8 @@ First, the oracle (`oracle_friction`): the knee motors' friction torque at the e
 law fits it. Then, per case, the held-out error at exact states (hip / thigh / knee motor, %) and each
 knee motor's fc, fv, armature against the truth with its posterior std and the calf / rod pins' fc; pins
 ``free`` (the floating smoother's prior) or ``held`` at their URDF value (the fixed-base loop's rule for
-collinear pins). ``--swap``: `swap_table` of a loop-smoother fit.
+collinear pins). ``--swap``: `swap_table` of a loop-smoother fit; ``--ls-init``: the loop smoother's
+initial θ (`ls_initial_parameters`).
 
     python benchmarks/bench_floating_knee_friction.py --stride 10
     python benchmarks/bench_floating_knee_friction.py --stride 10 --pins held --weightings uniform \
@@ -106,6 +107,38 @@ def swap_table(robot, names, p_true, fit_csv, res_ho, a_ho) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def ls_initial_parameters(log) -> tuple[list[str], np.ndarray]:
+    """The loop smoother's initial θ on ``log`` (`FloatingBaseSmoother._initial_parameters`: the
+    constraint-eliminated least squares), the log written and read back like `fg-sysid identify` does;
+    the fit stops right after it. Returns (names, physical parameters)."""
+    import tempfile
+
+    from fg_sysid.datasets.io import load_log_for_robot, write_log
+    from fg_sysid.estimation.floating_smoother import FloatingBaseSmoother
+    from fg_sysid.robots import load_robot
+    from fg_sysid.robots.looped import loop_robot_path
+
+    class _Stop(Exception):
+        pass
+
+    class _InitOnly(FloatingBaseSmoother):
+        def _initial_parameters(self, *a, **k):
+            self.initial_parameters_ = super()._initial_parameters(*a, **k)
+            raise _Stop
+
+    with tempfile.TemporaryDirectory() as tmp, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        write_log(log, Path(tmp) / "log.parquet")
+        robot, log_l = load_log_for_robot(Path(tmp) / "log.parquet",
+                                          load_robot(str(loop_robot_path("b1_fourbar"))))
+        sm = _InitOnly(robot)
+        try:
+            sm.fit(log_l)
+        except _Stop:
+            pass
+    return list(sm.layout_.names), sm.initial_parameters_
+
+
 def main() -> None:
     from bench_floating_loop_states import heldout_score, simulate, smoother_prior
 
@@ -134,6 +167,7 @@ def main() -> None:
     ap.add_argument("--pins", nargs="+", default=["free", "held"], choices=["free", "held"])
     ap.add_argument("--weightings", nargs="+", default=["uniform", "stick", "stick-oracle"],
                     choices=["uniform", "stick", "stick-oracle"])
+    ap.add_argument("--ls-init", action="store_true", help="the smoother's initial θ")
     ap.add_argument("--swap", default=None, help="a loop fit's *_floating_parameters.csv: swap table")
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
@@ -208,6 +242,12 @@ def main() -> None:
                       + " ".join(f"{row[k[:2] + '.fv.err%']:+.0f}" for k in knees) + " %, arm err "
                       + " ".join(f"{row[k[:2] + '.armature.err%']:+.0f}" for k in knees) + " %", flush=True)
     tab = pd.DataFrame(rows)
+    if args.ls_init:
+        c1 = time.process_time()
+        ln, p0 = ls_initial_parameters(log_tr)
+        print(f"loop smoother's initial θ (least squares, {time.process_time() - c1:.0f} CPU s) vs truth: "
+              + "; ".join(f"{n} {p0[ln.index(n)]:.3f} ({p_true[names.index(n)]:.3f})" for n in
+                          ("base.m", "FR_thigh.m", "FR_thigh.mcx", "FR_thigh.mcz", "FL_thigh.mcx")))
     if args.swap:
         print(f"held-out relative RMSE [%] at exact states, {args.swap} with parameter groups set to the "
               "truth:")
