@@ -70,12 +70,13 @@ def width_profile(v: np.ndarray, y: np.ndarray, law_vs: float, grid=None) -> dic
             "profile": [(r[0], float(r[2])) for r in rows]}
 
 
-def friction_law_check(smoother, x, theta) -> list[dict]:
-    """`width_profile` of every actuated joint's friction torque at the fit's states (module docstring),
-    on the knots kept in the effort rows (`floating_loops.saturation_knots`, measured efforts). Per joint:
-    the profile's numbers, the fit's own fc / fv, ``mismatch`` (bool) and a ``reason`` string."""
+def friction_law_check(smoother, x, theta, residual, keep) -> list[dict]:
+    """`width_profile` of every actuated joint's friction torque at the fit's states (module docstring).
+    ``residual`` (N_knots, nv): the floating inverse-dynamics residual with contact and closure forces,
+    model − measured (`floating_loops.id_residual`); ``keep`` (N_knots,) bool: the knots in the effort
+    rows (`floating_loops.saturation_knots`; measured efforts only). Per joint: the profile's numbers,
+    the fit's own fc / fv, ``mismatch`` (bool) and a ``reason`` string."""
     from ..robots.loops import passive_mask
-    from . import floating_loops
 
     robot, layout = smoother.robot, smoother.layout_
     if "fc" not in layout.friction.suffixes:
@@ -84,8 +85,8 @@ def friction_law_check(smoother, x, theta) -> list[dict]:
     _, pf, _ = layout.split(layout.to_physical(theta))
     vs_law = float(getattr(smoother, "friction_velocity_scale", 0.05) or 0.05)
     iv = np.asarray(robot.joint_index_v(), int)
-    r = floating_loops.id_residual(smoother, x, theta)  # (N, nv), model − measured; 0 at left-out knots
-    keep = floating_loops.saturation_knots(smoother)
+    r = np.asarray(residual, float)
+    keep = np.asarray(keep, bool)
     mask = getattr(smoother, "_tau_mask", None)
     v = np.asarray(x[1], float)
     out = []

@@ -391,7 +391,8 @@ def _friction_reports(smoother, x, theta, cov) -> dict:
     from . import floating_knee
 
     try:
-        law = floating_knee.friction_law_check(smoother, x, theta)
+        law = floating_knee.friction_law_check(smoother, x, theta, id_residual(smoother, x, theta),
+                                               saturation_knots(smoother))
         return {"friction_law_check": law, **floating_knee.posterior_check(smoother, theta, cov, law)}
     except (ValueError, np.linalg.LinAlgError) as e:
         smoother._log(f"floating loop friction reports not computed ({e})")
