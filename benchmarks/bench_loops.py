@@ -408,6 +408,12 @@ def run_floating(args) -> pd.DataFrame:
         prior = None
         if args.floating_prior_mean == "truth":  # diagnostic: does the fit stay at the truth? (not a method)
             prior = np.array([res_tr.truth["parameters"][n] for n in parameter_names(robot)])
+        if args.floating_saturation_window is not None:  # diagnostic (issue 11, floating knee): the
+            import functools  # window half-width of `floating_loops.saturated_samples`
+
+            from fg_sysid.estimation import floating_loops
+            floating_loops.saturation_window = functools.partial(
+                floating_loops.saturation_window, window_s=args.floating_saturation_window)
         res_l = floating_loop_smoother(log_tr, init=args.floating_init, prior_mean=prior)
         cpu["loop-smoother"] = time.process_time() - c1
         models["loop-smoother"] = res_l.layout.to_physical(res_l.theta)
@@ -517,6 +523,8 @@ def main() -> None:
                     help="initial θ of the loop smoother (default ls: constraint-eliminated least squares)")
     ap.add_argument("--floating-prior-mean", default="nominal", choices=("nominal", "truth"),
                     help="loop smoother's prior mean (truth: a diagnostic — does the fit stay there?)")
+    ap.add_argument("--floating-saturation-window", type=float, default=None,
+                    help="diagnostic: the loop smoother's saturation-window half-width [s] (default 0.1)")
     ap.add_argument("--floating-methods", nargs="*", default=["reduced", "loop-smoother"],
                     help="fitted methods of the floating rows (nominal and true are always scored)")
     ap.add_argument("--mujoco-effort-hold", type=float, default=None, metavar="SECONDS",

@@ -196,3 +196,39 @@ def test_summary_units_cover_loop_terms():
     from fg_sysid.estimation.floating_smoother import CONSTRAINT_UNITS
 
     assert set(floating_loops.CONSTRAINT_UNITS) <= set(CONSTRAINT_UNITS)
+
+
+def test_floating_loop_summary_reports_the_motor_posterior_and_the_friction_law(stepping_log, loop_fit):
+    """``summary.json`` → ``loops.posterior_determination`` (every actuated joint's fc, fv, armature, the
+    posterior check of the fixed-base loops on the floating fit, `floating_knee.posterior_check`),
+    ``loops.weakly_determined`` consistent with it, ``loops.friction_law_check`` (one record per actuated
+    joint with effort rows) and report.md's "posterior check" section (issue 11, floating knee). A knot in
+    an effort-saturation window has no effort row: where a joint has none, nothing may be "determined"."""
+    from fg_sysid.estimation.floating_loops import saturation_window
+
+    out, summary = loop_fit
+    _, log = stepping_log
+    loops = summary["loops"]
+    act = [m["joint"] for m in loops["motor_parameters"]]
+    recs = {r["name"]: r for r in loops["posterior_determination"]}
+    assert set(recs) == {f"{j}.{s}" for j in act for s in ("fc", "fv", "armature")}
+    assert all(np.isfinite(r["std"]) and r["std"] >= 0 and r["verdict"] for r in recs.values())
+    assert set(loops["weakly_determined"]) == {n for n, r in recs.items() if r["weak"]}
+    assert all(r["weak"] for r in recs.values() if r["at_floor"])
+    robot = load_robot(str(loop_robot_path("b1_fourbar")))
+    tau = np.full((log.n_samples, robot.n_joints), np.nan)
+    col = {j: i for i, j in enumerate(log.joint_names)}
+    for i, j in enumerate(robot.joint_names):
+        if j in col:
+            tau[:, i] = np.asarray(log.tau, float)[:, col[j]]
+    sat = saturation_window(log.t, tau, robot.effort_limits())
+    law = {r["joint"]: r for r in loops["friction_law_check"]}
+    if sat.all():  # this short log's efforts sit at their limits throughout: no effort row at all
+        assert law == {} and all(r["weak"] for r in recs.values())
+    else:
+        assert set(law) == set(act)
+    for r in law.values():
+        assert r["width"] > 0 and np.isfinite(r["rms"]) and r["rms"] <= r["rms_law"] + 1e-12
+        if r["mismatch"]:
+            assert {f"{r['joint']}.fc", f"{r['joint']}.fv"} <= set(loops["weakly_determined"])
+    assert "posterior check" in (out / "report.md").read_text()

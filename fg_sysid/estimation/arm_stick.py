@@ -72,3 +72,12 @@ def initial_stick_sigma(smoother, layout, p_init, v0: np.ndarray, noise) -> np.n
         return stick_sigma(layout, p_init, vm, smoother.friction_velocity_scale,
                            width=np.asarray(noise.v, float))
     return stick_sigma(layout, p_init, v0, smoother.friction_velocity_scale)
+
+
+def stick_delta(fc: np.ndarray, v: np.ndarray, vs) -> np.ndarray:
+    """The rule of `stick_sigma` on arrays: δ = |fc| · (1 − tanh²(v / (k·vs))) [N·m | N] with
+    k = `STICK_WIDTH_FACTOR`; ``fc`` (n,) [N·m | N], ``v`` (N, n) [rad/s | m/s], ``vs`` scalar or (n,)
+    [rad/s | m/s] (floored at 1e-6). Used by the floating looped fits (`floating_knee`, issue 11)."""
+    vs = np.maximum(np.abs(np.broadcast_to(np.asarray(vs, float), np.shape(fc))), 1e-6)
+    x = np.asarray(v, float) / (STICK_WIDTH_FACTOR * vs)
+    return np.abs(np.asarray(fc, float)) * (1.0 - np.tanh(x) ** 2)

@@ -114,3 +114,30 @@ def mass_split(robot, cov, names) -> dict:
     st = float(np.sqrt((e_b + e_l) @ cov @ (e_b + e_l)))
     return {"base_mass_std": sb, "legs_mass_std": sl, "total_mass_std": st,
             "corr_base_legs": float(e_b @ cov @ e_l / max(sb * sl, 1e-300))}
+
+
+def stick_row_factor(robot, q, v, p, sigma_rows: float, velocity_scale: float = 0.05) -> np.ndarray:
+    """Row factor (rows of `fixed_state_system` with forces,) of the stick-phase rule (`arm_stick`,
+    issue 9 / 11): per sample and row i of Gᵀ W p = Gᵀ(S τ + Σ Jᵀ f) (base and actuated coordinates),
+    σ_stick,i = ‖(G_ji δ_j)_j‖ with δ_j = fc_j (1 − tanh²(v_j / (2 v_s))) (`arm_stick.stick_delta`, fc from
+    the physical vector ``p`` in `loop_baseline.parameter_names` order) and the factor
+    σ / √(σ² + σ_stick²) (``sigma_rows`` = σ [N·m | N]); base rows get 1 (no joint friction reaches them)."""
+    from ..robots.loop_kinematics import ClosureKinematics
+    from ..robots.loops import actuation_of
+    from .arm_stick import stick_delta
+    from .loop_baseline import parameter_names
+
+    q, v = np.atleast_2d(np.asarray(q, float)), np.atleast_2d(np.asarray(v, float))
+    names = list(robot.joint_names)
+    iv = np.asarray(robot.joint_index_v(), int)
+    pn = parameter_names(robot)
+    fc = np.asarray(p, float)[[pn.index(f"{j}.fc") for j in names]]
+    delta = stick_delta(fc, v[:, iv], velocity_scale)  # (N, n_joints)
+    passive = [int(iv[names.index(j)]) for j in actuation_of(robot).passive]
+    ck = ClosureKinematics(robot.model, robot.loops)
+    out = []
+    for k in range(q.shape[0]):
+        G, _ = ck.dependent_map(q[k], passive)
+        s = np.sqrt(np.sum((G[iv] * delta[k][:, None]) ** 2, axis=0))
+        out.append(sigma_rows / np.sqrt(sigma_rows ** 2 + s ** 2))
+    return np.concatenate(out)

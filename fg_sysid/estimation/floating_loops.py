@@ -381,7 +381,22 @@ def summary_extras(smoother, x, theta, cov=None) -> dict:
         "tolerance": {"loop_position": tol / POSITION_WEIGHT, "others": tol}, "satisfied": ok,
         "motor_parameters": motor.to_dict(orient="records"),
         **({} if cov is None else {"friction_collinearity": friction_collinearity(smoother, x, theta, cov)}),
+        **({} if cov is None else _friction_reports(smoother, x, theta, cov)),  # issue 11 (floating knee)
     }}
+
+
+def _friction_reports(smoother, x, theta, cov) -> dict:
+    """``loops.friction_law_check``, ``loops.posterior_determination`` and ``loops.weakly_determined``
+    (`floating_knee`); a report, never a failure of the fit."""
+    from . import floating_knee
+
+    try:
+        law = floating_knee.friction_law_check(smoother, x, theta, id_residual(smoother, x, theta),
+                                               saturation_knots(smoother))
+        return {"friction_law_check": law, **floating_knee.posterior_check(smoother, theta, cov, law)}
+    except (ValueError, np.linalg.LinAlgError) as e:
+        smoother._log(f"floating loop friction reports not computed ({e})")
+        return {}
 
 
 def transmission_ratios(L, robot, q: np.ndarray) -> np.ndarray:

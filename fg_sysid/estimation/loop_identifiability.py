@@ -518,8 +518,8 @@ def report_lines(records, table=None, posterior=None) -> list[str]:
     estimate, std) for the posterior std column (prior, stick-phase weights and the tanh width included:
     what the fit itself can vouch for). ``posterior``: `posterior_records` (``loops.posterior_determination``)
     for the list of weakly determined motor parameters."""
-    if not records:
-        return []
+    if not records:  # floating looped fits: the posterior check alone (issue 11, floating knee)
+        return posterior_report_lines(posterior) if posterior else []
     post = {} if table is None else dict(zip(table["name"], table["std"], strict=True))
     lines = ["## Closed loops: motor friction through the linkage", "",
              "Data-only standard deviations (Fisher information of u = Gᵀ W p at the fit's states, other "
@@ -555,4 +555,20 @@ def report_lines(records, table=None, posterior=None) -> list[str]:
                       f"{100 * WEAK_REL_STD:.1f} % of the estimate, i.e. ±10 % is not a 95 % interval):", ""]
         lines += [f"- **{r['name']}**: {r['verdict']}" for r in weak] or ["- every actuated joint's fc, fv "
                                                                          "and armature determined to 10 %"]
+    return lines + [""]
+
+
+def posterior_report_lines(posterior) -> list[str]:
+    """report.md section of a fit with `posterior_records` (``loops.posterior_determination``) but no
+    data-only friction records (floating looped fits, `floating_knee.posterior_check`): every actuated
+    joint's fc, fv and armature with its posterior std and verdict (issue 11, floating knee)."""
+    lines = ["## Closed loops: posterior check of the motor parameters", "",
+             f"The fit's own covariance (states, contact and closure forces eliminated, prior included); "
+             f"weakly determined = posterior std above {100 * WEAK_REL_STD:.1f} % of the estimate (±10 % is "
+             f"not a 95 % interval), at the parameterization's floor, or a friction law whose width does not "
+             f"fit the log (`fg_sysid/estimation/floating_knee.py`, docs/loops-floating.md).", "",
+             "| parameter | estimate | posterior std | verdict |", "|---|---|---|---|"]
+    for r in posterior:
+        lines.append(f"| {r['name']} | {r['estimate']:.4g} | {r['std']:.2g} "
+                     f"({100 * r['relative_std']:.1f} %) | {r['verdict']} |")
     return lines + [""]
