@@ -104,14 +104,16 @@ def test_closure_forces_are_internal_to_the_base_rows(robot):
 # ------------------------------------------------------------------------------------- identification
 @pytest.fixture(scope="module")
 def stepping_log(tmp_path_factory):
-    """0.8 s MuJoCo step in place of the floating B1 with four-bar knees at 500 Hz, σ = 0.01, written
-    like a user's log (encoded joints; efforts of the actuated joints)."""
+    """1.2 s MuJoCo step in place of the floating B1 with four-bar knees at 500 Hz, σ = 0.01, written
+    like a user's log (encoded joints; efforts of the actuated joints). The step period (2.0 s: the first
+    foot lifts) keeps every effort below its limit: a faster step (0.2 s) drives the thighs and knee motors
+    to their limits in most samples, and the effort-saturation windows would then leave no effort rows."""
     from fg_sysid.datasets.io import write_log
     from fg_sysid.datasets.mujoco_loops import simulate_loop_stance
     from fg_sysid.robots.looped import load_loop_robot
 
     r = load_loop_robot("b1_fourbar")
-    res, log, viol = simulate_loop_stance(r, 0.8, 500.0, 0.01, 0, step_period=0.2,
+    res, log, viol = simulate_loop_stance(r, 1.2, 500.0, 0.01, 0, step_period=2.0,
                                           friction_scale=0.25)
     assert viol < 1e-5
     path = tmp_path_factory.mktemp("floop") / "log.parquet"
@@ -176,6 +178,8 @@ def test_floating_loop_knee_motor_torque_beats_the_serial_model(stepping_log, lo
                           strict=True))
     knee_loop = np.mean([rms_loop[f"{leg}_knee_motor"] for leg in ("FL", "FR", "RL", "RR")])
     knee_serial = np.mean([rms_serial[f"{leg}_calf_joint"] for leg in ("FL", "FR", "RL", "RR")])
+    # the looped fit has effort rows (no saturation windows on this log): its residual is not a zero
+    assert all(rms_loop[f"{leg}_knee_motor"] > 0.05 for leg in ("FL", "FR", "RL", "RR")), rms_loop
     print(f"knee-motor effort residual RMS: loop {knee_loop:.2f} N·m, serial {knee_serial:.2f} N·m")
     assert knee_loop < 0.7 * knee_serial, (knee_loop, knee_serial)
 
@@ -232,3 +236,24 @@ def test_floating_loop_summary_reports_the_motor_posterior_and_the_friction_law(
         if r["mismatch"]:
             assert {f"{r['joint']}.fc", f"{r['joint']}.fv"} <= set(loops["weakly_determined"])
     assert "posterior check" in (out / "report.md").read_text()
+
+
+def test_floating_loop_refuses_a_log_saturated_everywhere(tmp_path):
+    """A 0.8 s step in place at a 0.2 s step period drives thighs and knee motors to their effort limits in
+    most samples: every knot falls in a saturation window, so the fit stops with a message naming the
+    joints instead of fitting without effort rows."""
+    from fg_sysid.datasets.mujoco_loops import simulate_loop_stance
+    from fg_sysid.estimation.smoother import EstimationError
+    from fg_sysid.robots.looped import load_loop_robot
+
+    r = load_loop_robot("b1_fourbar")
+    _, log, _ = simulate_loop_stance(r, 0.8, 500.0, 0.01, 0, step_period=0.2, friction_scale=0.25)
+    from fg_sysid.datasets.io import load_log_for_robot, write_log
+
+    write_log(log, tmp_path / "log.parquet")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r, full = load_log_for_robot(tmp_path / "log.parquet", r)
+        with pytest.raises(EstimationError, match=r"no effort rows are left") as err:
+            FloatingBaseSmoother(r, knot_stride=10).fit(full)
+    assert "RR_thigh_joint" in str(err.value), str(err.value)

@@ -249,6 +249,19 @@ def saturated_samples(robot, log: Log) -> np.ndarray:
     return out
 
 
+def saturated_joints(robot, smoother) -> list[str]:
+    """Names of the joints whose logged effort reaches `SATURATION_LEVEL` × their limit (for messages)."""
+    tau = np.asarray(getattr(smoother, "_taum", np.empty((0, 0))), float)  # (N_knots, nv) at the knots
+    lim = np.asarray(robot.effort_limits(), float)
+    if tau.ndim == 2 and tau.shape[1] != lim.size:
+        tau = tau[:, np.asarray(robot.joint_index_v(), int)]
+    if tau.ndim != 2 or tau.shape[1] != lim.size:
+        return []
+    with np.errstate(invalid="ignore"):
+        sat = np.abs(np.nan_to_num(tau)) >= SATURATION_LEVEL * np.where(lim > 0, lim, np.inf)[None]
+    return [j for j, c in zip(robot.joint_names, sat.any(axis=0), strict=True) if c]
+
+
 def saturation_knots(smoother) -> np.ndarray:
     """Knots (N_knots,) kept in the effort rows (and at full measured-force weight): False in saturation
     windows (`saturated_samples`, mapped through the knots' sample indices)."""
@@ -283,6 +296,13 @@ def finish_problem(problem: Problem, smoother, noise) -> Problem:
     problem.terms = [t for t in problem.terms if t.name not in ("inverse_dynamics", "base_wrench")]
     wt = np.where(np.isfinite(noise.tau), 1.0 / np.asarray(noise.tau, float), 0.0)
     keep = saturation_knots(smoother)
+    if not keep.any():  # every knot in a saturation window: no effort rows would be left
+        from .solver import EstimationError
+
+        raise EstimationError(
+            f"every knot lies within {SATURATION_WINDOW_S:g} s of an effort at {SATURATION_LEVEL:g} x its "
+            f"effort limit (joints {saturated_joints(robot, smoother)}): no effort rows are left to identify "
+            "the parameters; use a log where the actuators stay below their limits (e.g. a slower gait)")
     smoother._tau_mask[~keep] = False  # effort rows left out in the saturation windows (_finish, IRLS)
     w_joint = smoother._tau_mask[:, iv] * wt[None, :]
     sigma_base = smoother.SIGMA_CONSTRAINT["base_wrench"]
