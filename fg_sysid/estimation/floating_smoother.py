@@ -159,6 +159,8 @@ class FloatingBaseSmoother(JointSmoother):
         energy: work–energy rows per knot interval without a contact change (paper 004 eq. 63);
             ``energy_contact``: their contact work — ``"allowance"`` (default: bound as noise), ``"measured"``
             (modelled from the logged forces) or ``"none"`` (sensor noise only); `energy_contact.py`.
+        strategy: Levenberg–Marquardt damping of every stage (`solver.STRATEGIES`): ``"trust-region"``
+            (default) or ``"hybrid"`` / ``"line-search"`` (issue 12, session 9: docs/benchmarks.md).
     """
 
     #: LM stops when no θ coordinate moved more than this fraction of its prior std in two consecutive
@@ -228,6 +230,7 @@ class FloatingBaseSmoother(JointSmoother):
         verbose: bool = False,
         energy: bool = False,
         energy_contact: str = "allowance",
+        strategy: str = "trust-region",
     ):
         super().__init__(
             robot,
@@ -281,6 +284,7 @@ class FloatingBaseSmoother(JointSmoother):
         self.impacts = impacts
         self.touchdown_settle_s = touchdown_settle_s
         self.energy_contact = energy_contact  # issue 12: contact-work allowance of the energy rows
+        self.strategy = strategy  # issue 12 (session 9): LM damping of every stage (`solver.STRATEGIES`)
 
     # ------------------------------------------------------------------ setup
     def setup(self, log: Log | None = None) -> FloatingBaseSmoother:
@@ -318,7 +322,7 @@ class FloatingBaseSmoother(JointSmoother):
             fit_armature=self.fit_armature,
         )
         self._space = ConfigurationSpace(robot.model)
-        self._lm = LevenbergMarquardt(SolverOptions("trust-region", self.tol, self.max_iterations,
+        self._lm = LevenbergMarquardt(SolverOptions(self.strategy, self.tol, self.max_iterations,
                                                     theta_tol=self.THETA_TOL, verbose=self.verbose))
         self._id = InverseDynamicsResidual(self.layout_)
         self._kin_model = robot.model.copy()
