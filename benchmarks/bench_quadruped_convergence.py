@@ -1,7 +1,7 @@
 """Why the quadruped Table I fits do not converge, and what a converged fit's error is (issue 12, session 9).
 
     nice -n 10 python benchmarks/bench_quadruped_convergence.py --seeds 100 101 [--strategy trust-region]
-        [--max-iterations 20] [--energy] [--motion trot] [--duration 2] [--rate 500] [--trace]
+        [--max-iterations 20] [--energy] [--motion trot] [--duration 2] [--rate 500] [--trace] [--init ls]
         [--truth-motion KEY=VALUE ...]
 
 One study run per seed on the rigid-contact truth of `examples/studies/table1_quadruped_rigid.yaml` (drawn
@@ -11,9 +11,13 @@ fitted by `FloatingBaseSmoother` with the given damping ``--strategy`` and per-s
 it prints the accepted steps, whether the run met its own convergence test, the cost at the start and end,
 and the θ coordinates that moved most (in prior stds). ``--trace``: every accepted step (cost, λ, ρ, |δθ|).
 Per seed: friction / inertial errors of the guess and of the fit, the number of joints whose viscous
-(Coulomb) friction posterior/prior std ratio is > 0.87 (prior-determined), and CPU seconds of the fit.
-``--truth-motion thigh=0.35`` etc. overrides `simulate_rigid_stance`'s motion keywords (``trot_amplitude``,
-``trot_period``, ``hip_amplitude``, ``hip_frequency``, ``swing_fraction``) for the protocol study of item 2.
+(Coulomb) friction posterior/prior std ratio in θ = log f is > 0.87 (prior-determined; the physical
+std_ratio of parameters_table is this × f̂/f̄), the effort σ per joint after the reweighting round, and CPU
+seconds of the fit.
+``--init ls``: start θ at the smoother's bounded least-squares fit (contact-projected rows) with the guess as
+prior mean instead of at the guess itself. ``--truth-motion hip_amplitude=0.3`` etc. overrides
+`simulate_rigid_stance`'s gait keywords (``trot_amplitude``, ``trot_period``, ``hip_amplitude``,
+``hip_frequency``, ``swing_fraction``; the study's ``truth`` keys) for the protocol study of item 2.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ from fg_sysid.estimation.floating_smoother import FloatingBaseSmoother
 from fg_sysid.robots import load_robot
 from fg_sysid.study.config import RunSpec
 
-RATIO_PRIOR = 0.87  # posterior/prior std above this: the prior, not the log, set the value
+RATIO_PRIOR = 0.87  # posterior/prior std (log coordinates) above this: the prior, not the log, set the value
 
 
 class TracedSmoother(FloatingBaseSmoother):
@@ -72,7 +76,7 @@ def run_seed(robot, args, seed, motion_kw):
     c0 = time.process_time()
     sm = TracedSmoother(robot, tuple(train.foot_frames), contact_radius=float(train.truth["foot_radius"]),
                         use_forces=False, friction_velocity_scale=0.05, max_iterations=args.max_iterations,
-                        energy=args.energy, prior_mean=p0, init="prior", friction_coefficient=None,
+                        energy=args.energy, prior_mean=p0, init=args.init, friction_coefficient=None,
                         strategy=args.strategy).fit(log)
     cpu = time.process_time() - c0
     res = sm.result_
@@ -86,13 +90,19 @@ def run_seed(robot, args, seed, motion_kw):
 
     fr = slice(nb, nb + 2 * nj)
     tab = res.parameters_table().set_index("name")
-    ratio_fv = np.array([tab.loc[f"{j}.fv", "std_ratio"] for j in robot.joint_names])
-    ratio_fc = np.array([tab.loc[f"{j}.fc", "std_ratio"] for j in robot.joint_names])
+    # friction is exp-positive (θ = log f): the physical std_ratio (delta method) is the log-coordinate
+    # ratio × f̂ / f̄, so an estimate pushed towards 0 looks "determined"; the log-coordinate ratio is not
+    def log_ratio(k):
+        rows = tab.loc[[f"{j}.{k}" for j in robot.joint_names]]
+        return (rows.std_ratio * rows.prior_mean / rows.estimate).to_numpy(float)
+
+    ratio_fv, ratio_fc = log_ratio("fv"), log_ratio("fc")
     v = np.asarray(train.v, float)
     rms = np.sqrt(np.mean(v ** 2, axis=0))
     print(f"--- seed {seed}: knots {res.knots}, joint |v| RMS {np.sqrt(np.mean(v ** 2)):.2f} rad/s, "
           f"per-joint RMS min/max {np.sqrt(np.mean(v ** 2, axis=0)).min():.2f}/"
           f"{np.sqrt(np.mean(v ** 2, axis=0)).max():.2f}")
+    print("  effort σ per joint [N·m]: " + " ".join(f"{x:.2f}" for x in np.asarray(sm.noise_.tau, float)))
     print("  fv std ratio per joint: " + ", ".join(
         f"{j.replace('_joint', '')} {r:.2f} (|v| RMS {w:.2f})"
         for j, r, w in zip(robot.joint_names, ratio_fv, rms, strict=True)))
@@ -131,6 +141,8 @@ def main():
     ap.add_argument("--rate", type=float, default=500.0)
     ap.add_argument("--noise", type=float, default=0.005)
     ap.add_argument("--trace", action="store_true")
+    ap.add_argument("--init", default="prior", choices=("prior", "ls"),
+                    help="start at the guess (the study) or at the bounded LS fit centred on it")
     ap.add_argument("--truth-motion", nargs="*", default=None, help="KEY=VALUE motion keywords of the truth")
     args = ap.parse_args()
     import pandas as pd

@@ -18,7 +18,8 @@ A study is the grid robots × motions × noise levels × methods × seeds × opt
     estimator: {friction_velocity_scale: 0.05, max_iterations: 20, knot_stride: 1, energy_window_s: 0.1,
                 init_spread: 0.0,                # > 0: random initial guess / prior mean (see methods.py)
                 use_forces: false, energy_contact: allowance,   # floating bases only (study/floating.py)
-                strategy: hybrid}                # floating bases: LM damping (default: the estimator's)
+                strategy: hybrid,                # floating bases: LM damping (default: the estimator's)
+                init: ls}                        # floating bases: start at the LS fit (default: the guess)
     heldout:  {duration: 4.0, seed_offset: 1000}  # noise-free held-out motion of the same true robot
 
 Option-set keys: ``name`` and any key of ``truth`` (prefixed ``truth_``) or ``estimator``; they override the
@@ -48,11 +49,13 @@ ESTIMATOR_KEYS = {"friction_velocity_scale": 0.05, "max_iterations": 20, "knot_s
                   "energy_window_s": 0.1, "init_spread": 0.0,
                   "use_forces": False, "energy_contact": "allowance",  # the last three: floating bases only
                   "bilateral_contacts": False,
-                  "strategy": None}  # floating bases: LM damping (None: the estimator's default; issue 12)
+                  "strategy": None,  # floating bases: LM damping (None: the estimator's default; issue 12)
+                  "init": None}  # floating bases with init_spread > 0: "prior" (start at the guess, None) or
+                                 # "ls" (the bounded LS fit with the guess as prior mean; issue 12, session 9)
 HELDOUT_KEYS = {"duration": 4.0, "seed_offset": 1000}
 #: keys whose default None means "the simulator's / estimator's own default"
 OPTIONAL_KEYS = {"trot_amplitude", "trot_period", "hip_amplitude", "hip_frequency", "swing_fraction",
-                 "strategy"}
+                 "strategy", "init"}
 TOP_KEYS = {"name", "robots", "motions", "noise", "methods", "seeds", "options", "truth", "estimator",
             "heldout"}
 
@@ -130,6 +133,10 @@ def _check_values(src, where, d):
 
             if v not in STRATEGIES:
                 _err(src, f"{where}.{k} must be one of {', '.join(STRATEGIES)}, got {v!r}")
+        elif k == "init":
+            if v not in ("prior", "ls"):
+                _err(src, f"{where}.{k} must be prior (start at the guess) or ls (least-squares start), "
+                          f"got {v!r}")
         elif k in ("max_iterations", "knot_stride", "seed_offset"):
             if isinstance(v, bool) or not isinstance(v, int) or v < (0 if k == "seed_offset" else 1):
                 _err(src, f"{where}.{k} must be an integer >= {0 if k == 'seed_offset' else 1}, got {v!r}")

@@ -15,8 +15,10 @@ the fixed-base simulator:
   (``energy_contact``: ``allowance`` by default, or ``measured`` — the contact work from the logged forces —
   `estimation.energy_contact`), with the force measurements as factors only when ``use_forces: true``,
   knot stride chosen from the log; with ``init_spread > 0`` it starts at the random guess p₀ and centres its
-  prior there (``prior_mean=p₀, init="prior"``, as the fixed-base smoother). Other methods are fixed-base
-  only: the run fails with a message naming the method.
+  prior there (``prior_mean=p₀, init="prior"``, as the fixed-base smoother), or with ``init: ls`` starts at
+  the bounded least-squares fit on the contact-projected rows with p₀ as its prior mean (issue 12, session
+  9: the fits from p₀ itself did not converge; docs/benchmarks.md); ``strategy``: the LM damping.
+  Other methods are fixed-base only: the run fails with a message naming the method.
 
 Nominal parameters (the centre of the random guesses, and the prior mean without them): the URDF inertias
 and, for friction and armature, the centre of the distribution the truth is drawn from
@@ -106,7 +108,7 @@ def fit_floating(robot, log, spec, feet, radius):
     strategy = {} if opt.get("strategy") is None else {"strategy": str(opt["strategy"])}
     if spread > 0:
         kw = {"prior_mean": random_initial_guess(robot, spread, spec.seed, vs, mean_physical=p_nom),
-              "init": "prior"}
+              "init": opt.get("init") or "prior"}
     else:
         kw = {"prior_mean": p_nom}
     sm = FloatingBaseSmoother(robot, feet, contact_radius=radius,
