@@ -11,9 +11,8 @@ fitted by `FloatingBaseSmoother` with the given damping ``--strategy`` and per-s
 it prints the accepted steps, whether the run met its own convergence test, the cost at the start and end,
 and the θ coordinates that moved most (in prior stds). ``--trace``: every accepted step (cost, λ, ρ, |δθ|).
 Per seed: friction / inertial errors of the guess and of the fit, the number of joints whose viscous
-(Coulomb) friction posterior/prior std ratio in θ = log f is > 0.87 (prior-determined; the physical
-std_ratio of parameters_table is this × f̂/f̄), the effort σ per joint after the reweighting round, and CPU
-seconds of the fit.
+(Coulomb) friction posterior/prior std ratio (`parameters_table`'s std_ratio) is > 0.87 (prior-determined),
+the effort σ per joint after the reweighting round, and CPU seconds of the fit.
 ``--init ls``: start θ at the smoother's bounded least-squares fit (contact-projected rows) with the guess as
 prior mean instead of at the guess itself. ``--truth-motion hip_amplitude=0.3`` etc. overrides
 `simulate_rigid_stance`'s gait keywords (``trot_amplitude``, ``trot_period``, ``hip_amplitude``,
@@ -31,7 +30,7 @@ from fg_sysid.estimation.floating_smoother import FloatingBaseSmoother
 from fg_sysid.robots import load_robot
 from fg_sysid.study.config import RunSpec
 
-RATIO_PRIOR = 0.87  # posterior/prior std (log coordinates) above this: the prior, not the log, set the value
+RATIO_PRIOR = 0.87  # posterior/prior std above this: the prior, not the log, set the value
 
 
 class TracedSmoother(FloatingBaseSmoother):
@@ -90,13 +89,10 @@ def run_seed(robot, args, seed, motion_kw):
 
     fr = slice(nb, nb + 2 * nj)
     tab = res.parameters_table().set_index("name")
-    # friction is exp-positive (θ = log f): the physical std_ratio (delta method) is the log-coordinate
-    # ratio × f̂ / f̄, so an estimate pushed towards 0 looks "determined"; the log-coordinate ratio is not
-    def log_ratio(k):
-        rows = tab.loc[[f"{j}.{k}" for j in robot.joint_names]]
-        return (rows.std_ratio * rows.prior_mean / rows.estimate).to_numpy(float)
-
-    ratio_fv, ratio_fc = log_ratio("fv"), log_ratio("fc")
+    # physical std_ratio (delta method): for exp-positive friction it scales with the estimate, so an
+    # estimate pulled towards 0 looks better determined than it is
+    ratio_fv = np.array([tab.loc[f"{j}.fv", "std_ratio"] for j in robot.joint_names])
+    ratio_fc = np.array([tab.loc[f"{j}.fc", "std_ratio"] for j in robot.joint_names])
     v = np.asarray(train.v, float)
     rms = np.sqrt(np.mean(v ** 2, axis=0))
     print(f"--- seed {seed}: knots {res.knots}, joint |v| RMS {np.sqrt(np.mean(v ** 2)):.2f} rad/s, "
