@@ -38,6 +38,7 @@ def main():
     ap.add_argument("--out", default="bench-study-table1")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--seeds", type=int, default=None, help="override the config's seed count")
+    ap.add_argument("--seed-start", type=int, default=0, help="first seed with --seeds (default 0)")
     ap.add_argument("--methods", default=None, help="comma-separated subset of the config's methods")
     ap.add_argument("--robots", default=None, help="comma-separated subset of the config's robots")
     ap.add_argument("--config", default=None, help="protocol file (default examples/studies/table1.yaml)")
@@ -47,7 +48,7 @@ def main():
         Path(__file__).resolve().parents[1] / "examples" / "studies" / "table1.yaml")
     raw = yaml.safe_load(path.read_text())
     if args.seeds is not None:
-        raw["seeds"] = {"count": int(args.seeds)}
+        raw["seeds"] = {"count": int(args.seeds), "start": int(args.seed_start)}
     if args.methods:
         raw["methods"] = args.methods.split(",")
     if args.robots:

@@ -162,6 +162,8 @@ class FloatingBaseSmoother(JointSmoother):
         effort_timing, effort_hold_period: what a logged effort means, "sample" (default) or "hold" (held
             zero-order over the hold period [s], default the sample period: efforts re-timed to the
             knots), as `JointSmoother` (`effort_timing`; "cv" is for fixed-base open chains).
+        strategy: Levenberg–Marquardt damping of every stage (`solver.STRATEGIES`): ``"trust-region"``
+            (default) or ``"hybrid"`` / ``"line-search"`` (issue 12, session 9: docs/benchmarks.md).
     """
 
     #: LM stops when no θ coordinate moved more than this fraction of its prior std in two consecutive
@@ -233,6 +235,7 @@ class FloatingBaseSmoother(JointSmoother):
         energy_contact: str = "allowance",
         effort_timing: str = "sample",
         effort_hold_period: float | None = None,
+        strategy: str = "trust-region",
     ):
         super().__init__(
             robot,
@@ -288,6 +291,7 @@ class FloatingBaseSmoother(JointSmoother):
         self.impacts = impacts
         self.touchdown_settle_s = touchdown_settle_s
         self.energy_contact = energy_contact  # issue 12: contact-work allowance of the energy rows
+        self.strategy = strategy  # issue 12 (session 9): LM damping of every stage (`solver.STRATEGIES`)
 
     # ------------------------------------------------------------------ setup
     def setup(self, log: Log | None = None) -> FloatingBaseSmoother:
@@ -325,7 +329,7 @@ class FloatingBaseSmoother(JointSmoother):
             fit_armature=self.fit_armature,
         )
         self._space = ConfigurationSpace(robot.model)
-        self._lm = LevenbergMarquardt(SolverOptions("trust-region", self.tol, self.max_iterations,
+        self._lm = LevenbergMarquardt(SolverOptions(self.strategy, self.tol, self.max_iterations,
                                                     theta_tol=self.THETA_TOL, verbose=self.verbose))
         self._id = InverseDynamicsResidual(self.layout_)
         self._kin_model = robot.model.copy()

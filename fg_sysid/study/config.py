@@ -17,7 +17,9 @@ A study is the grid robots × motions × noise levels × methods × seeds × opt
     truth:    {friction_velocity_scale: 0.02}   # simulator (true system) defaults
     estimator: {friction_velocity_scale: 0.05, max_iterations: 20, knot_stride: 1, energy_window_s: 0.1,
                 init_spread: 0.0,                # > 0: random initial guess / prior mean (see methods.py)
-                use_forces: false, energy_contact: allowance}   # floating bases only (study/floating.py)
+                use_forces: false, energy_contact: allowance,   # floating bases only (study/floating.py)
+                strategy: hybrid,                # floating bases: LM damping (default: the estimator's)
+                init: ls}                        # floating bases: start at the LS fit (default: the guess)
     heldout:  {duration: 4.0, seed_offset: 1000}  # noise-free held-out motion of the same true robot
 
 Option-set keys: ``name`` and any key of ``truth`` (prefixed ``truth_``) or ``estimator``; they override the
@@ -39,12 +41,21 @@ import yaml
 from .methods import METHODS
 
 TRUTH_KEYS = {"friction_velocity_scale": 0.05,
-              "contacts": "soft"}  # floating bases only: soft (MuJoCo) | rigid (rigid_contact_sim)
+              "contacts": "soft",  # floating bases only: soft (MuJoCo) | rigid (rigid_contact_sim)
+              # rigid-contact trot only (issue 12, session 9; None: `simulate_rigid_stance`'s default)
+              "trot_amplitude": None, "trot_period": None, "hip_amplitude": None, "hip_frequency": None,
+              "swing_fraction": None}
 ESTIMATOR_KEYS = {"friction_velocity_scale": 0.05, "max_iterations": 20, "knot_stride": 1,
                   "energy_window_s": 0.1, "init_spread": 0.0,
                   "use_forces": False, "energy_contact": "allowance",  # the last three: floating bases only
-                  "bilateral_contacts": False}
+                  "bilateral_contacts": False,
+                  "strategy": None,  # floating bases: LM damping (None: the estimator's default; issue 12)
+                  "init": None}  # floating bases with init_spread > 0: "prior" (start at the guess, None) or
+                                 # "ls" (the bounded LS fit with the guess as prior mean; issue 12, session 9)
 HELDOUT_KEYS = {"duration": 4.0, "seed_offset": 1000}
+#: keys whose default None means "the simulator's / estimator's own default"
+OPTIONAL_KEYS = {"trot_amplitude", "trot_period", "hip_amplitude", "hip_frequency", "swing_fraction",
+                 "strategy", "init"}
 TOP_KEYS = {"name", "robots", "motions", "noise", "methods", "seeds", "options", "truth", "estimator",
             "heldout"}
 
@@ -115,7 +126,18 @@ def _section(src, raw, key, defaults):
 
 def _check_values(src, where, d):
     for k, v in d.items():
-        if k in ("max_iterations", "knot_stride", "seed_offset"):
+        if v is None and k in OPTIONAL_KEYS:
+            continue
+        if k == "strategy":
+            from ..estimation.solver import STRATEGIES
+
+            if v not in STRATEGIES:
+                _err(src, f"{where}.{k} must be one of {', '.join(STRATEGIES)}, got {v!r}")
+        elif k == "init":
+            if v not in ("prior", "ls"):
+                _err(src, f"{where}.{k} must be prior (start at the guess) or ls (least-squares start), "
+                          f"got {v!r}")
+        elif k in ("max_iterations", "knot_stride", "seed_offset"):
             if isinstance(v, bool) or not isinstance(v, int) or v < (0 if k == "seed_offset" else 1):
                 _err(src, f"{where}.{k} must be an integer >= {0 if k == 'seed_offset' else 1}, got {v!r}")
         elif k == "init_spread":

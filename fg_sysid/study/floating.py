@@ -15,8 +15,10 @@ the fixed-base simulator:
   (``energy_contact``: ``allowance`` by default, or ``measured`` — the contact work from the logged forces —
   `estimation.energy_contact`), with the force measurements as factors only when ``use_forces: true``,
   knot stride chosen from the log; with ``init_spread > 0`` it starts at the random guess p₀ and centres its
-  prior there (``prior_mean=p₀, init="prior"``, as the fixed-base smoother). Other methods are fixed-base
-  only: the run fails with a message naming the method.
+  prior there (``prior_mean=p₀, init="prior"``, as the fixed-base smoother), or with ``init: ls`` starts at
+  the bounded least-squares fit on the contact-projected rows with p₀ as its prior mean (issue 12, session
+  9: the fits from p₀ itself did not converge; docs/benchmarks.md); ``strategy``: the LM damping.
+  Other methods are fixed-base only: the run fails with a message naming the method.
 
 Nominal parameters (the centre of the random guesses, and the prior mean without them): the URDF inertias
 and, for friction and armature, the centre of the distribution the truth is drawn from
@@ -32,6 +34,9 @@ from __future__ import annotations
 import numpy as np
 
 FLOATING_METHODS = ("smoother", "smoother+energy")
+#: ``truth`` keys of a rigid-contact study passed to the training trot (`simulate_rigid_stance`; issue 12,
+#: session 9: the gait's amplitudes and period are part of the protocol)
+RIGID_GAIT_KEYS = ("trot_amplitude", "trot_period", "hip_amplitude", "hip_frequency", "swing_fraction")
 
 
 def _rel(a, b) -> float:
@@ -100,9 +105,10 @@ def fit_floating(robot, log, spec, feet, radius):
     opt = spec.estimator
     vs, spread = float(opt["friction_velocity_scale"]), float(opt.get("init_spread", 0.0))
     p_nom = nominal_parameters(robot, vs)
+    strategy = {} if opt.get("strategy") is None else {"strategy": str(opt["strategy"])}
     if spread > 0:
         kw = {"prior_mean": random_initial_guess(robot, spread, spec.seed, vs, mean_physical=p_nom),
-              "init": "prior"}
+              "init": opt.get("init") or "prior"}
     else:
         kw = {"prior_mean": p_nom}
     sm = FloatingBaseSmoother(robot, feet, contact_radius=radius,
@@ -111,7 +117,7 @@ def fit_floating(robot, log, spec, feet, radius):
                               energy_contact=str(opt.get("energy_contact", "allowance")),
                               friction_velocity_scale=opt["friction_velocity_scale"],
                               max_iterations=int(opt["max_iterations"]),
-                              energy=spec.method == "smoother+energy", **kw).fit(log)
+                              energy=spec.method == "smoother+energy", **kw, **strategy).fit(log)
     res = sm.result_
     order = {n: i for i, n in enumerate(res.names)}
     p = np.array([res.estimate[order[n]] for n in robot.parameter_names(("fc", "fv"))], float)
@@ -163,7 +169,8 @@ def simulate_rigid(robot, spec):
     truth as the MuJoCo runs (`mujoco_sim.draw_truth`), simulated by `rigid_contact_sim` — stance feet do no
     work (paper 004 eq. 63's assumption), friction fc tanh(v / truth.friction_velocity_scale) + fv v,
     efforts held between samples. Training: the motion's first word (``trot`` with hip sway, ``sway``,
-    ``stand``; anything else → trot); held-out: a noise-free sway on four feet (no contact change)."""
+    ``stand``; anything else → trot), its gait from the ``truth`` keys `RIGID_GAIT_KEYS` where given;
+    held-out: a noise-free sway on four feet (no contact change)."""
     from ..datasets.mujoco_sim import draw_truth
     from ..datasets.rigid_contact_sim import RIGID_MOTIONS, simulate_rigid_stance
 
@@ -171,8 +178,9 @@ def simulate_rigid(robot, spec):
     word = str(spec.motion).split("-")[0].lower()
     common = dict(inertial=drawn["inertial"], friction=(drawn["fc"], drawn["fv"]), armature=drawn["armature"],
                   friction_velocity_scale=float(spec.truth["friction_velocity_scale"]))
+    gait = {k: float(spec.truth[k]) for k in RIGID_GAIT_KEYS if spec.truth.get(k) is not None}
     train = simulate_rigid_stance(robot, spec.duration, spec.rate, seed=spec.seed, noise=spec.noise,
-                                  motion=word if word in RIGID_MOTIONS else "trot", **common)
+                                  motion=word if word in RIGID_MOTIONS else "trot", **common, **gait)
     held = simulate_rigid_stance(robot, float(spec.heldout["duration"]), spec.rate,
                                  seed=spec.seed + int(spec.heldout["seed_offset"]), noise=0.0, motion="sway",
                                  sway_amplitude=0.5, **common)
