@@ -201,6 +201,10 @@ class JointSmoother:
             return self._fit(log)
 
     def _fit(self, log: Log) -> JointSmoother:
+        if self.acceleration_process == "auto":  # issue 9 (session 10): rows only if a absorbed the noise
+            from .jerk_auto import fit_auto as fit_jerk_auto
+
+            return fit_jerk_auto(self, log)
         t_start = time.perf_counter()
         robot = self.robot
         if tuple(log.joint_names) != tuple(robot.joint_names):
@@ -338,6 +342,9 @@ class JointSmoother:
             x = loop_terms.init_forces(self, loop_terms.kinematic_init(self, (q0, v0, a0), noise), theta)
         else:
             x = self._kinematic_init((q0, v0, a0), noise)
+        warm = getattr(self, "_warm_start", None)  # issue 9 (session 10): `jerk_auto`'s refit
+        if warm is not None and warm[0][0].shape == x[0].shape and warm[1].shape == theta.shape:
+            x, theta = warm
         history: list[dict] = []
         # later rounds re-estimate the effort noise from the inverse-dynamics residuals (IRLS: model
         # errors of real robots show up there), never below the high-frequency estimate
