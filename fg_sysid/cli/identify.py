@@ -25,7 +25,7 @@ METHODS = ("smoother", "ls-sg", "energy-ls")  # energy-ls: issue 12 hook
 INERTIAS = ("log-cholesky", "exponential-eigenvalue", "raw")
 FRICTIONS = ("coulomb-viscous", "coulomb-viscous-scale", "stribeck6", "auto")  # auto: issue 9 item 3
 #: --acceleration-process when not given (smoother, fixed-base open chains; issue 9 session 10, `jerk_auto`)
-ACCELERATION_PROCESS_DEFAULT = "off"
+ACCELERATION_PROCESS_DEFAULT = "auto"
 
 
 # ---------------------------------------------------------------------------------------------- library part

@@ -37,6 +37,9 @@ __all__ = ["THRESHOLD", "absorption_diagnostic", "fit_auto"]
 
 #: the rule fires when the median joint's Nyquist-band RMS of the fitted a exceeds this × the motion's RMS a
 THRESHOLD = 1.0
+#: also record the inverse-dynamics rows' redundancy fraction (hat trace: 4 extra O(N) solves, ~15 % of a
+#: 20 s / 1 kHz default fit's CPU); not used by the rule, so off in `fit_auto` unless set (benchmarks)
+RECORD_BALANCE = False
 
 
 def nyquist_ratio(a, s_a) -> np.ndarray:
@@ -62,7 +65,7 @@ def absorption_diagnostic(smoother, balance: bool = True, probes: int = 4) -> di
     Returns a JSON-ready dict: ``fires`` (bool), ``value`` (median R_j over joints with measured
     efforts), ``threshold``, ``nyquist_ratio`` (R_j per joint), ``lag1_a_minus_sg`` (per joint),
     ``id_redundancy_fraction`` (None when ``balance`` is False or `term_balance` cannot take the
-    problem) and ``seconds`` (CPU of the diagnostic)."""
+    problem), ``seconds`` (CPU of the rule's diagnostic) and ``balance_seconds`` (CPU of the hat trace)."""
     c0 = time.process_time()
     iv = smoother.robot.joint_index_v()
     a = np.asarray(smoother.states_[2], float)[:, iv]
@@ -75,7 +78,7 @@ def absorption_diagnostic(smoother, balance: bool = True, probes: int = 4) -> di
     ratio = nyquist_ratio(a, s_a)
     measured = np.any(smoother._tau_mask[:, iv], axis=0)
     value = float(np.nanmedian(ratio[measured])) if np.any(measured) else float("nan")
-    red = None
+    red, cpu_rule = None, time.process_time() - c0
     if balance:
         from .noise_balance import term_balance
 
@@ -89,7 +92,8 @@ def absorption_diagnostic(smoother, balance: bool = True, probes: int = 4) -> di
             red = None
     return {"fires": bool(np.isfinite(value) and value > THRESHOLD), "value": value, "threshold": THRESHOLD,
             "nyquist_ratio": ratio.tolist(), "lag1_a_minus_sg": _lag1(a - a_sg).tolist(),
-            "id_redundancy_fraction": red, "seconds": time.process_time() - c0}
+            "id_redundancy_fraction": red, "seconds": cpu_rule,
+            "balance_seconds": time.process_time() - c0 - cpu_rule if balance else 0.0}
 
 
 def fit_auto(smoother, log):
@@ -99,12 +103,14 @@ def fit_auto(smoother, log):
     noise section) records the choice, the diagnostic and the first fit's iterations;
     ``acceleration_auto_first_`` keeps the first fit's result (benchmarks)."""
     smoother.acceleration_process = False
+    c0 = time.process_time()
     try:
         smoother._fit(log)
         first = smoother.result_
+        cpu_first = time.process_time() - c0
         smoother.acceleration_auto_first_ = first
         rows_possible = not smoother.robot.loops and smoother.dynamics == "inverse"
-        diag = absorption_diagnostic(smoother) if rows_possible else {
+        diag = absorption_diagnostic(smoother, balance=RECORD_BALANCE) if rows_possible else {
             "fires": False, "value": None, "threshold": THRESHOLD,
             "reason": "closed loops / forward dynamics: no white-jerk rows"}
         smoother._log(f"acceleration process auto: Nyquist-band a / motion a = {diag['value']} "
@@ -118,7 +124,8 @@ def fit_auto(smoother, log):
         smoother.acceleration_process = "auto"
         smoother._warm_start = None
     rec = {"chosen": "on" if diag["fires"] else "off", **diag,
-           "first_fit": {"iterations": len(first.history), "converged": bool(first.converged)},
+           "first_fit": {"iterations": len(first.history), "converged": bool(first.converged),
+                         "cpu_seconds": cpu_first},
            "rule": "rows on when the median joint's RMS Nyquist-band knot acceleration exceeds "
                    f"{THRESHOLD:g} x the motion's RMS acceleration"}
     smoother.result_.noise["acceleration_process_auto"] = rec

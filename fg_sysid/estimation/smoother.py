@@ -132,6 +132,10 @@ class JointSmoother:
             free and absorbs the effort noise (on noisy logs the converged MAP predicts worse than an early
             stop); with it, fast true changes of a (sharp friction, high-gain control at σ = 0.01) are
             smoothed and the fit loses there (docs/damping.md). False (default) = integration rows alone.
+            "auto" (issue 9 session 10, `jerk_auto`; the default of ``fg-sysid identify``): the default
+            fit, then a refit with the rows (warm start) only if its knot accelerations' Nyquist-band RMS
+            exceeds the motion's RMS acceleration (median joint); the record in
+            ``result_.noise["acceleration_process_auto"]``.
         effort_timing: what a logged effort means (issues 11 + 9, `effort_timing`): "sample" (default: the
             effort at the sample instant), "hold" (a command held zero-order over ``effort_hold_period``
             [s], default the sample period: the inverse-dynamics rows take the efforts re-timed to the
