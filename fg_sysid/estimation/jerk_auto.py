@@ -71,7 +71,7 @@ def absorption_diagnostic(smoother, balance: bool = True, probes: int = 4) -> di
     a = np.asarray(smoother.states_[2], float)[:, iv]
     s_a = getattr(smoother, "_motion_a_rms", None)
     filt = smoother.init_filter_
-    a_sg = savgol_derivatives(smoother.knot_times_, np.asarray(smoother._qm, float)[:, iv],
+    a_sg = savgol_derivatives(smoother.knot_times_, np.asarray(smoother._qm, float),  # per joint (log.q)
                               filt["window_s"], filt["polyorder"])[2]
     if s_a is None or np.size(s_a) != a.shape[1]:
         s_a = np.sqrt(np.mean(a_sg ** 2, axis=0))
@@ -113,7 +113,8 @@ def fit_auto(smoother, log):
         diag = absorption_diagnostic(smoother, balance=RECORD_BALANCE) if rows_possible else {
             "fires": False, "value": None, "threshold": THRESHOLD,
             "reason": "closed loops / forward dynamics: no white-jerk rows"}
-        smoother._log(f"acceleration process auto: Nyquist-band a / motion a = {diag['value']} "
+        val = "n/a" if diag["value"] is None else f"{diag['value']:.3g}"
+        smoother._log(f"acceleration process auto: Nyquist-band a / motion a = {val} "
                       f"(threshold {THRESHOLD:g}): rows {'on' if diag['fires'] else 'off'}")
         if diag["fires"]:
             smoother.acceleration_process = True
