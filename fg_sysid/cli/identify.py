@@ -24,6 +24,8 @@ from .outputs import write_identification
 METHODS = ("smoother", "ls-sg", "energy-ls")  # energy-ls: issue 12 hook
 INERTIAS = ("log-cholesky", "exponential-eigenvalue", "raw")
 FRICTIONS = ("coulomb-viscous", "coulomb-viscous-scale", "stribeck6", "auto")  # auto: issue 9 item 3
+#: --acceleration-process when not given (smoother, fixed-base open chains; issue 9 session 10, `jerk_auto`)
+ACCELERATION_PROCESS_DEFAULT = "auto"
 
 
 # ---------------------------------------------------------------------------------------------- library part
@@ -184,18 +186,22 @@ def _positive(name, val, allow_none=True):
                    "friction law's error there (dry friction with stiction: no smooth law predicts the stick "
                    "torque). velocity-noise: width from the velocity noise; law-width: from the tanh width "
                    "(docs/out-of-class.md, stick phases).")
-@click.option("--acceleration-process", "acceleration_process", is_flag=True,
+@click.option("--acceleration-process", "acceleration_process", type=click.Choice(("off", "on", "auto")),
+              is_flag=False, flag_value="on", default=None, metavar="[off|on|auto]",
               help="Smoother, fixed-base open chains: white-jerk rows between the knots' accelerations "
-                   "(opt-in, issue 9 session 9): without them the accelerations' highest frequencies absorb "
+                   "(issue 9 sessions 9-10): without them the accelerations' highest frequencies absorb "
                    "the effort noise (noisy or real logs); they smooth fast true changes of the acceleration "
-                   "(sharp friction at low noise) (docs/damping.md).")
+                   "(sharp friction at low noise). on (the bare flag): always; auto: fit without, refit with "
+                   "them only if the fitted accelerations' Nyquist-band RMS exceeds the motion's RMS "
+                   "acceleration (summary.json noise.acceleration_process_auto); off: never. Default: "
+                   f"{ACCELERATION_PROCESS_DEFAULT} (docs/damping.md).")
 @effort_timing_options  # issues 11 + 9: held efforts re-timed to the knots
 def identify_cmd(log_path, robot_source, out, method, knot_stride, sigma_q, sigma_v, sigma_tau, inertia,
                  friction, friction_velocity_scale, max_iterations, contact_radius, total_mass,
                  total_mass_std,
                  symmetry, symmetry_std, constraints, process_noise, impacts, touchdown_settle, use_forces,
                  energy, dynamics, fit_actuation, quiet, robust="none", damping="line-search",
-                 stick_weights="none", acceleration_process=False, effort_timing="sample",
+                 stick_weights="none", acceleration_process=None, effort_timing="sample",
                  effort_hold_period=None):
     """Identify ROBOT's physical parameters from LOG (CSV or Parquet, t/q.*/v.*/tau.* columns, or a ROS
     bag: rosbag2 directory, .db3, .mcap, ROS 1 .bag; see docs/data-format.md).
@@ -258,10 +264,14 @@ def identify_cmd(log_path, robot_source, out, method, knot_stride, sigma_q, sigm
         if robot.floating_base or method != "smoother" or robot.loops:
             fail(f"--stick-weights {stick_weights} applies to the smoother on fixed-base open-chain robots")
         options["stick_weights"] = stick_weights
-    if acceleration_process:  # issue 9 (session 9): estimation/acceleration_process.py
-        if robot.floating_base or method != "smoother" or robot.loops:
-            fail("--acceleration-process applies to the smoother on fixed-base open-chain robots")
-        options["acceleration_process"] = True
+    open_chain = not robot.floating_base and method == "smoother" and not robot.loops
+    if acceleration_process is None:  # issue 9 (session 10): the default where the rows apply
+        acceleration_process = ACCELERATION_PROCESS_DEFAULT if open_chain else "off"
+    elif acceleration_process != "off" and not open_chain:  # issue 9 (session 9)
+        fail(f"--acceleration-process {acceleration_process} applies to the smoother on fixed-base "
+             "open-chain robots")
+    if acceleration_process != "off":  # estimation/acceleration_process.py, estimation/jerk_auto.py
+        options["acceleration_process"] = {"on": True, "auto": "auto"}[acceleration_process]
     parse_effort_timing(options, effort_timing, effort_hold_period, method, robot)  # issues 11 + 9
     if robot.floating_base:
         _check_floating_options(contact_radius, total_mass, total_mass_std, symmetry_std, touchdown_settle)

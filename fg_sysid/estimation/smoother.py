@@ -132,6 +132,10 @@ class JointSmoother:
             free and absorbs the effort noise (on noisy logs the converged MAP predicts worse than an early
             stop); with it, fast true changes of a (sharp friction, high-gain control at σ = 0.01) are
             smoothed and the fit loses there (docs/damping.md). False (default) = integration rows alone.
+            "auto" (issue 9 session 10, `jerk_auto`; the default of ``fg-sysid identify``): the default
+            fit, then a refit with the rows (warm start) only if its knot accelerations' Nyquist-band RMS
+            exceeds the motion's RMS acceleration (median joint); the record in
+            ``result_.noise["acceleration_process_auto"]``.
         effort_timing: what a logged effort means (issues 11 + 9, `effort_timing`): "sample" (default: the
             effort at the sample instant), "hold" (a command held zero-order over ``effort_hold_period``
             [s], default the sample period: the inverse-dynamics rows take the efforts re-timed to the
@@ -201,6 +205,10 @@ class JointSmoother:
             return self._fit(log)
 
     def _fit(self, log: Log) -> JointSmoother:
+        if self.acceleration_process == "auto":  # issue 9 (session 10): rows only if a absorbed the noise
+            from .jerk_auto import fit_auto as fit_jerk_auto
+
+            return fit_jerk_auto(self, log)
         t_start = time.perf_counter()
         robot = self.robot
         if tuple(log.joint_names) != tuple(robot.joint_names):
@@ -338,6 +346,9 @@ class JointSmoother:
             x = loop_terms.init_forces(self, loop_terms.kinematic_init(self, (q0, v0, a0), noise), theta)
         else:
             x = self._kinematic_init((q0, v0, a0), noise)
+        warm = getattr(self, "_warm_start", None)  # issue 9 (session 10): `jerk_auto`'s refit
+        if warm is not None and warm[0][0].shape == x[0].shape and warm[1].shape == theta.shape:
+            x, theta = warm
         history: list[dict] = []
         # later rounds re-estimate the effort noise from the inverse-dynamics residuals (IRLS: model
         # errors of real robots show up there), never below the high-frequency estimate

@@ -1,0 +1,134 @@
+"""``acceleration_process="auto"``: the white-jerk rows only where the accelerations absorbed the effort
+noise (issue 9, session 10).
+
+The default objective leaves the knot accelerations' Nyquist band free (`acceleration_process`: the
+trapezoid integration rows cannot see a_k = (−1)^k c), so on noisy or real logs the fitted accelerations
+follow the effort noise through M(q) a_k ≈ τ̂_k. The white-jerk rows fix that, but they smooth fast true
+changes of the acceleration (sharp friction, a high-gain controller held zero-order) on precise logs,
+where the default is the better model. "auto" fits the default, measures on the training log alone
+whether the absorption happened, and only then refits with the rows (warm start from the first fit).
+
+The diagnostic (rule fixed before any held-out number was looked at; docs/damping.md):
+
+    R_j = RMS_k( (a_{k−1} − 2 a_k + a_{k+1}) / 4 ) / s_{a,j}      [dimensionless]
+
+the RMS of the fitted knot acceleration's Nyquist-band component of joint j (the second difference /
+4 returns the alternating mode (−1)^k c with gain 1 and a smooth motion with gain ≈ (ω h)² / 4 ≈ 0)
+over the motion's RMS acceleration s_a (noise removed: `acceleration_scale`, the process noise's scale).
+Physical reading: a log is sampled above its motion's bandwidth, so a physical acceleration has almost
+no energy at the sampling Nyquist frequency; R_j > 1 says that joint's fitted acceleration carries
+more alternating content than the whole motion has acceleration — noise put there by the fit, not
+motion. The rule fires when the median of R_j over the joints with measured efforts exceeds
+``THRESHOLD`` = 1. Recorded with it (not used by the rule): the inverse-dynamics rows' redundancy
+fraction (rows − tr H)/rows (`noise_balance.term_balance`; ≈ 1 when the states do not absorb the
+effort noise) and the lag-1 autocorrelation of a − a_SG (the fitted minus the initial Savitzky–Golay
+accelerations; ≈ −1 for the alternating mode).
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from .noise import savgol_derivatives
+
+__all__ = ["THRESHOLD", "absorption_diagnostic", "fit_auto"]
+
+#: the rule fires when the median joint's Nyquist-band RMS of the fitted a exceeds this × the motion's RMS a
+THRESHOLD = 1.0
+#: also record the inverse-dynamics rows' redundancy fraction (hat trace: 4 extra O(N) solves, ~15 % of a
+#: 20 s / 1 kHz default fit's CPU); not used by the rule, so off in `fit_auto` unless set (benchmarks)
+RECORD_BALANCE = False
+
+
+def nyquist_ratio(a, s_a) -> np.ndarray:
+    """R_j (module doc) of knot accelerations ``a`` (N, n) [rad/s²] against the motion's RMS
+    acceleration ``s_a`` (n,) [rad/s²]; NaN for N < 3."""
+    a = np.asarray(a, float)
+    if a.shape[0] < 3:
+        return np.full(a.shape[1], np.nan)
+    hf = 0.25 * (a[:-2] - 2.0 * a[1:-1] + a[2:])
+    return np.sqrt(np.mean(hf ** 2, axis=0)) / np.maximum(np.asarray(s_a, float), 1e-12)
+
+
+def _lag1(x) -> np.ndarray:
+    x = np.asarray(x, float) - np.mean(x, axis=0)
+    num = np.sum(x[1:] * x[:-1], axis=0)
+    den = np.sum(x ** 2, axis=0)
+    return np.where(den > 0, num / np.maximum(den, 1e-300), np.nan)
+
+
+def absorption_diagnostic(smoother, balance: bool = True, probes: int = 4) -> dict:
+    """Whether a fitted fixed-base `JointSmoother`'s accelerations absorbed the effort noise (module doc).
+
+    Returns a JSON-ready dict: ``fires`` (bool), ``value`` (median R_j over joints with measured
+    efforts), ``threshold``, ``nyquist_ratio`` (R_j per joint), ``lag1_a_minus_sg`` (per joint),
+    ``id_redundancy_fraction`` (None when ``balance`` is False or `term_balance` cannot take the
+    problem), ``seconds`` (CPU of the rule's diagnostic) and ``balance_seconds`` (CPU of the hat trace)."""
+    c0 = time.process_time()
+    iv = smoother.robot.joint_index_v()
+    a = np.asarray(smoother.states_[2], float)[:, iv]
+    s_a = getattr(smoother, "_motion_a_rms", None)
+    filt = smoother.init_filter_
+    a_sg = savgol_derivatives(smoother.knot_times_, np.asarray(smoother._qm, float),  # per joint (log.q)
+                              filt["window_s"], filt["polyorder"])[2]
+    if s_a is None or np.size(s_a) != a.shape[1]:
+        s_a = np.sqrt(np.mean(a_sg ** 2, axis=0))
+    ratio = nyquist_ratio(a, s_a)
+    measured = np.any(smoother._tau_mask[:, iv], axis=0)
+    value = float(np.nanmedian(ratio[measured])) if np.any(measured) else float("nan")
+    red, cpu_rule = None, time.process_time() - c0
+    if balance:
+        from .noise_balance import term_balance
+
+        try:
+            df = term_balance(smoother.problem_, smoother.states_, smoother.result_.theta,
+                              probes=probes).set_index("term")
+            if "inverse_dynamics" in df.index:
+                row = df.loc["inverse_dynamics"]
+                red = float(row["redundancy"] / max(row["rows"], 1))
+        except ValueError:
+            red = None
+    return {"fires": bool(np.isfinite(value) and value > THRESHOLD), "value": value, "threshold": THRESHOLD,
+            "nyquist_ratio": ratio.tolist(), "lag1_a_minus_sg": _lag1(a - a_sg).tolist(),
+            "id_redundancy_fraction": red, "seconds": cpu_rule,
+            "balance_seconds": time.process_time() - c0 - cpu_rule if balance else 0.0}
+
+
+def fit_auto(smoother, log):
+    """`JointSmoother._fit` with ``acceleration_process="auto"``: the default fit; if
+    `absorption_diagnostic` fires, a refit with the white-jerk rows (``acceleration_process=True``) from
+    the first fit's knot states and θ. ``result_.noise["acceleration_process_auto"]`` (summary.json's
+    noise section) records the choice, the diagnostic and the first fit's iterations;
+    ``acceleration_auto_first_`` keeps the first fit's result (benchmarks)."""
+    smoother.acceleration_process = False
+    c0 = time.process_time()
+    try:
+        smoother._fit(log)
+        first = smoother.result_
+        cpu_first = time.process_time() - c0
+        smoother.acceleration_auto_first_ = first
+        rows_possible = not smoother.robot.loops and smoother.dynamics == "inverse"
+        diag = absorption_diagnostic(smoother, balance=RECORD_BALANCE) if rows_possible else {
+            "fires": False, "value": None, "threshold": THRESHOLD,
+            "reason": "closed loops / forward dynamics: no white-jerk rows"}
+        val = "n/a" if diag["value"] is None else f"{diag['value']:.3g}"
+        smoother._log(f"acceleration process auto: Nyquist-band a / motion a = {val} "
+                      f"(threshold {THRESHOLD:g}): rows {'on' if diag['fires'] else 'off'}")
+        if diag["fires"]:
+            smoother.acceleration_process = True
+            smoother._warm_start = (tuple(np.array(s, copy=True) for s in smoother.states_),
+                                    np.array(first.theta, copy=True))
+            smoother._fit(log)
+    finally:
+        smoother.acceleration_process = "auto"
+        smoother._warm_start = None
+    rec = {"chosen": "on" if diag["fires"] else "off", **diag,
+           "first_fit": {"iterations": len(first.history), "converged": bool(first.converged),
+                         "cpu_seconds": cpu_first},
+           "rule": "rows on when the median joint's RMS Nyquist-band knot acceleration exceeds "
+                   f"{THRESHOLD:g} x the motion's RMS acceleration"}
+    smoother.result_.noise["acceleration_process_auto"] = rec
+    smoother.acceleration_auto_ = rec
+    return smoother

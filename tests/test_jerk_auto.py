@@ -1,0 +1,123 @@
+"""``acceleration_process="auto"`` (issue 9, session 10, `fg_sysid.estimation.jerk_auto`): the white-jerk rows
+only where the default fit's accelerations absorbed the effort noise (Nyquist-band RMS of the fitted
+knot accelerations above the motion's RMS acceleration)."""
+
+from __future__ import annotations
+
+import json
+import warnings
+
+import numpy as np
+import pytest
+
+from fg_sysid.datasets.simulate import simulate
+from fg_sysid.estimation.jerk_auto import THRESHOLD, nyquist_ratio
+from fg_sysid.estimation.smoother import JointSmoother
+from fg_sysid.robots import load_robot
+from fg_sysid.study.runner import evaluate
+
+
+def test_nyquist_ratio_oracles():
+    """The second difference / 4 returns the alternating mode with gain 1 and a well-sampled sine with
+    gain (1 − cos ωh)/2 ≈ (ωh)²/4."""
+    h, n = 0.002, 2000
+    k = np.arange(n)
+    c, s_a = 3.0, np.array([0.5, 2.0])
+    alt = c * (-1.0) ** k
+    np.testing.assert_allclose(nyquist_ratio(np.column_stack([alt, alt]), s_a), c / s_a, rtol=1e-12)
+    w = 2 * np.pi * 1.5
+    a = np.sin(w * h * k)[:, None]
+    gain = (1 - np.cos(w * h)) / 2
+    assert nyquist_ratio(a, [np.sqrt(0.5)])[0] == pytest.approx(gain, rel=1e-2)
+    assert gain < 1e-3 * THRESHOLD
+
+
+def _log(sigma):
+    robot = load_robot("double_pendulum")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        sim = simulate(robot, 2.0, 200.0, sigma, 3, friction_velocity_scale=0.02)
+    return robot, sim
+
+
+def _fit(robot, log, **kw):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return JointSmoother(robot, **kw).fit(log)
+
+
+def test_auto_turns_the_rows_on_for_a_noisy_log_and_it_pays():
+    """σ = 0.1: the default fit's accelerations carry alternating content ≫ the motion's (R > 5), auto
+    refits with the rows (σ_a recorded); the first fit's effort residuals sit below the true effort noise
+    (absorbed by the accelerations), the refit's at it, and the refit predicts better."""
+    robot, sim = _log(0.1)
+    sm = _fit(robot, sim.log, acceleration_process="auto")
+    rec = sm.result_.noise["acceleration_process_auto"]
+    assert rec["chosen"] == "on" and rec["fires"], rec
+    assert rec["value"] > 5 * THRESHOLD, rec["value"]
+    assert sm.result_.noise["process_a"] is not None and len(sm.result_.noise["process_a"]) == 2
+    assert sm.acceleration_process == "auto"  # the option is restored after the fit
+    held = simulate(robot, 2.0, 200.0, 0.0, 1003, truth=sim.truth)
+
+    def err(res):
+        order = {n: i for i, n in enumerate(res.names)}
+        p = np.array([res.estimate[order[n]] for n in robot.parameter_names(("fc", "fv"))], float)
+        return evaluate(robot, p, sim.truth, held, 0.05)
+
+    true_tau = np.std(sim.log.tau - sim.truth_log.tau, axis=0)
+    r_first = sm.acceleration_auto_first_.id_residual_rms / true_tau
+    r_final = sm.result_.id_residual_rms / true_tau
+    assert np.all(r_first < 0.85) and np.all(r_final > 0.9), (r_first, r_final)
+    first, final = err(sm.acceleration_auto_first_), err(sm.result_)
+    assert final["heldout_rmse"] < first["heldout_rmse"], (final, first)
+    # the first fit is exactly the default fit (auto only adds the refit)
+    plain = _fit(robot, sim.log)
+    np.testing.assert_allclose(sm.acceleration_auto_first_.theta, plain.result_.theta, rtol=1e-10, atol=1e-12)
+
+
+def test_auto_keeps_the_default_on_a_precise_log():
+    """σ = 0.001: no absorption (R < 1), the result is the default fit's, no acceleration rows."""
+    robot, sim = _log(0.001)
+    sm = _fit(robot, sim.log, acceleration_process="auto")
+    rec = sm.result_.noise["acceleration_process_auto"]
+    assert rec["chosen"] == "off" and not rec["fires"] and rec["value"] < THRESHOLD, rec
+    assert "process_a" not in sm.result_.noise
+    assert sm.result_ is sm.acceleration_auto_first_
+
+
+def test_cli_option_values_and_errors(tmp_path):
+    """`--acceleration-process auto` records the choice and the diagnostic in summary.json's noise section;
+    the bare flag still means on; a bad value or a method without the rows is a clear error (exit 2, no
+    output)."""
+    from click.testing import CliRunner
+
+    from fg_sysid.cli import main
+    from fg_sysid.datasets.io import write_log
+
+    robot, sim = _log(0.1)
+    path = tmp_path / "log.parquet"
+    write_log(sim.log, path)
+
+    def run(*extra):
+        args = ["identify", str(path), "--robot", "double_pendulum", "--quiet", "--friction",
+                "coulomb-viscous-scale", *map(str, extra)]
+        return CliRunner().invoke(main, args)
+
+    r = run("--out", tmp_path / "auto", "--acceleration-process", "auto")
+    assert r.exit_code == 0, r.output
+    noise = json.loads((tmp_path / "auto" / "summary.json").read_text())["noise"]
+    rec = noise["acceleration_process_auto"]
+    assert rec["chosen"] == "on" and rec["value"] > THRESHOLD and len(rec["nyquist_ratio"]) == 2
+    assert len(noise["process_a"]) == 2
+    r = run("--acceleration-process", "--out", tmp_path / "on")  # bare flag before another option
+    assert r.exit_code == 0, r.output
+    noise = json.loads((tmp_path / "on" / "summary.json").read_text())["noise"]
+    assert "process_a" in noise and "acceleration_process_auto" not in noise
+    r = run("--out", tmp_path / "bad", "--acceleration-process", "sometimes")
+    assert r.exit_code == 2 and "sometimes" in r.output, r.output
+    r = run("--out", tmp_path / "bad", "--method", "ls-sg", "--acceleration-process", "auto")
+    assert r.exit_code == 2 and "--acceleration-process auto" in r.stderr, r.output
+    assert not (tmp_path / "bad").exists()
+    r = CliRunner().invoke(main, ["identify", str(path), "--robot", "double_pendulum", "--quiet", "--method",
+                                  "ls-sg", "--out", str(tmp_path / "ls")])  # the default: no error on ls-sg
+    assert r.exit_code == 0, r.output
