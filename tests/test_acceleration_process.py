@@ -126,9 +126,10 @@ def test_converged_fit_beats_the_old_objectives_early_stop(noisy_fits):
         assert e_new[key] < ratio * e_old[key], (key, e_new[key], e_old[key])
 
 
-def test_cli_opt_out_and_summary(tmp_path):
-    """`fg-sysid identify --acceleration-process`: the σ_a used is in summary.json's noise levels; without
-    the flag no rows; outside the fixed-base smoother it is a clear error (exit 2, no output)."""
+def test_cli_on_off_and_summary(tmp_path):
+    """`fg-sysid identify --acceleration-process` (on): the σ_a used is in summary.json's noise levels;
+    `--acceleration-process off`: no rows; outside the fixed-base smoother it is a clear error (exit 2, no
+    output). (The default, auto, is tested in tests/test_jerk_auto.py.)"""
     import json
 
     from click.testing import CliRunner
@@ -146,7 +147,7 @@ def test_cli_opt_out_and_summary(tmp_path):
         return CliRunner().invoke(main, args)
 
     noise = {}
-    for name, extra in (("on", ("--acceleration-process",)), ("off", ())):
+    for name, extra in (("on", ("--acceleration-process",)), ("off", ("--acceleration-process", "off"))):
         r = run("--out", tmp_path / name, *extra)
         assert r.exit_code == 0, r.output
         noise[name] = json.loads((tmp_path / name / "summary.json").read_text())["noise"]
