@@ -104,11 +104,13 @@ def _noisy(log, seed: int, tau_frac: float, sigma_q: float, tau_rms: np.ndarray)
     return dataclasses.replace(log, q=q, tau=tau, source=f"{log.source} (noise seed {seed})")
 
 
-def bench_ur10(data: Path, methods, levels, repeats: int) -> pd.DataFrame:
+def load_ur10(data: Path):
+    """The UR10 set with exact truth: (urdf path, robot with the NOMINAL inertias — the URDF carries the
+    truth, so the estimators' prior must be the nominal column —, P_true, P_nom, training log, validation
+    log, validation accelerations (N, n) [rad/s²], training effort RMS per joint [N·m])."""
     urdf = data / "ur10_truth.urdf"
     robot0 = _quiet(load_robot, str(urdf))
     P_true, P_nom = _ur10_truth(robot0, data)
-    # the URDF carries the truth: the estimators' prior must be the nominal column instead
     robot = dataclasses.replace(robot0, model=robot0.pinocchio_model_with(P_nom))
     train = _quiet(read_log, data / "ur10_truth_train.csv", robot)
     val = _quiet(read_log, data / "ur10_truth_validation.csv", robot)
@@ -116,6 +118,11 @@ def bench_ur10(data: Path, methods, levels, repeats: int) -> pd.DataFrame:
     a_val = acc[[f"a.{j}" for j in robot.joint_names]].to_numpy()
     meta = json.loads((data / "ur10_truth_train.meta.json").read_text())
     rms = np.array(meta["training_tau_rms_nm"], float)
+    return urdf, robot, P_true, P_nom, train, val, a_val, rms
+
+
+def bench_ur10(data: Path, methods, levels, repeats: int) -> pd.DataFrame:
+    urdf, robot, P_true, P_nom, train, val, a_val, rms = load_ur10(data)
     n = robot.n_joints
     p_true = np.concatenate([P_true.ravel(), np.zeros(3 * n)])  # no friction, no armature
     rows = []

@@ -140,7 +140,7 @@ def ls_initial_parameters(log) -> tuple[list[str], np.ndarray]:
 
 
 def main() -> None:
-    from bench_floating_loop_states import heldout_score, simulate, smoother_prior
+    from bench_floating_loop_states import add_log_arguments, heldout_score, simulate, smoother_prior
 
     from fg_sysid.estimation.floating_loop_checks import (
         fixed_state_system,
@@ -152,16 +152,7 @@ def main() -> None:
     from fg_sysid.robots.loops import actuation_of
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--train", type=float, default=9.6)
-    ap.add_argument("--heldout", type=float, default=2.4)
-    ap.add_argument("--step-period", type=float, default=2.4)
-    ap.add_argument("--heldout-step-period", type=float, default=1.0)
-    ap.add_argument("--lift", type=float, default=0.11)
-    ap.add_argument("--loop", type=float, default=0.065)
-    ap.add_argument("--friction-scale", type=float, default=0.25)
-    ap.add_argument("--rate", type=float, default=500.0)
-    ap.add_argument("--noise", type=float, default=0.01)
-    ap.add_argument("--seed", type=int, default=0)
+    add_log_arguments(ap)
     ap.add_argument("--stride", type=int, default=10)
     ap.add_argument("--states", nargs="+", default=["inst", "smooth"])
     ap.add_argument("--pins", nargs="+", default=["free", "held"], choices=["free", "held"])

@@ -105,8 +105,9 @@ def saturation_events(robot, res, a_pin) -> list[str]:
     return out
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def add_log_arguments(ap: argparse.ArgumentParser) -> None:
+    """The step-in-place log protocol of the floating looped B1 (training and held-out MuJoCo logs,
+    `simulate`): the follow-up logs of docs/benchmarks.md by default."""
     ap.add_argument("--train", type=float, default=9.6)
     ap.add_argument("--heldout", type=float, default=2.4)
     ap.add_argument("--step-period", type=float, default=2.4)
@@ -117,6 +118,11 @@ def main() -> None:
     ap.add_argument("--rate", type=float, default=500.0)
     ap.add_argument("--noise", type=float, default=0.01)
     ap.add_argument("--seed", type=int, default=0)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    add_log_arguments(ap)
     ap.add_argument("--stride", type=int, default=5, help="every stride-th training sample in the rows")
     ap.add_argument("--out", default=None, help="CSV of the table")
     args = ap.parse_args()

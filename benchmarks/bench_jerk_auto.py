@@ -1,4 +1,4 @@
-"""``acceleration_process="auto"`` (issue 9, session 10): the absorption diagnostic of the default fit and
+"""``acceleration_process="auto"`` (issue 9, session 9): the absorption diagnostic of the default fit and
 the auto choice on six logs, with the held-out error of the default (first) fit and of the auto result.
 
     python benchmarks/bench_jerk_auto.py [--cases z1-noisy z1-sharp ur10-low ur10-high tiago z1-inclass
@@ -26,8 +26,6 @@ iterations and CPU seconds (process time of the whole auto fit: first fit, diagn
 from __future__ import annotations
 
 import argparse
-import dataclasses
-import json
 import time
 import warnings
 
@@ -78,19 +76,9 @@ def _case(name):
             return {"held-out": 100 * relative_rmse(pred, t.tau)}
         return robot, train.log, "z1", ev
     if name.startswith("ur10"):
-        from bench_external import DATA, UR10_LEVELS, _noisy, _ur10_truth
+        from bench_external import DATA, UR10_LEVELS, _noisy, load_ur10
 
-        from fg_sysid.datasets.io import read_log
-
-        urdf = DATA / "ur10_truth.urdf"
-        robot0 = _quiet(load_robot, str(urdf))
-        P_true, P_nom = _ur10_truth(robot0, DATA)
-        robot = dataclasses.replace(robot0, model=robot0.pinocchio_model_with(P_nom))
-        train = _quiet(read_log, DATA / "ur10_truth_train.csv", robot)
-        val = _quiet(read_log, DATA / "ur10_truth_validation.csv", robot)
-        acc = pd.read_csv(DATA / "ur10_truth_validation_accel.csv")
-        a_val = acc[[f"a.{j}" for j in robot.joint_names]].to_numpy()
-        rms = np.array(json.loads((DATA / "ur10_truth_train.meta.json").read_text())["training_tau_rms_nm"])
+        urdf, robot, P_true, P_nom, train, val, a_val, rms = load_ur10(DATA)
         frac, sq = UR10_LEVELS[name.split("-")[1]]
         tr, va = _noisy(train, 101, frac, sq, rms), _noisy(val, 201, frac, sq, rms)
         n = robot.n_joints

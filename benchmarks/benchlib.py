@@ -51,7 +51,7 @@ METHODS = {
     "smoother+jerk-converged": ("smoother", {"acceleration_process": True, "strategy": "hybrid",
                                              "max_iterations": 200}),
     "smoother-converged": ("smoother", {"strategy": "hybrid", "max_iterations": 200}),
-    # issue 9 session 10: the rows only where the default fit's accelerations absorbed the effort noise
+    # issue 9 session 9: the rows only where the default fit's accelerations absorbed the effort noise
     # (`jerk_auto`; the default of fg-sysid identify on fixed-base open chains)
     "smoother+jerk-auto": ("smoother", {"acceleration_process": "auto"}),
     # issues 11 + 9 (effort timing): efforts re-timed to the knots, `effort_timing` (--effort-timing)

@@ -1,4 +1,4 @@
-"""``acceleration_process="auto"`` (issue 9, session 10, `fg_sysid.estimation.jerk_auto`): the white-jerk rows
+"""``acceleration_process="auto"`` (issue 9, session 9, `fg_sysid.estimation.jerk_auto`): the white-jerk rows
 only where the default fit's accelerations absorbed the effort noise (Nyquist-band RMS of the fitted
 knot accelerations above the motion's RMS acceleration)."""
 

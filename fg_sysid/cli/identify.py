@@ -24,7 +24,7 @@ from .outputs import write_identification
 METHODS = ("smoother", "ls-sg", "energy-ls")  # energy-ls: issue 12 hook
 INERTIAS = ("log-cholesky", "exponential-eigenvalue", "raw")
 FRICTIONS = ("coulomb-viscous", "coulomb-viscous-scale", "stribeck6", "auto")  # auto: issue 9 item 3
-#: --acceleration-process when not given (smoother, fixed-base open chains; issue 9 session 10, `jerk_auto`)
+#: --acceleration-process when not given (smoother, fixed-base open chains; issue 9 session 9, `jerk_auto`)
 ACCELERATION_PROCESS_DEFAULT = "auto"
 
 
@@ -265,7 +265,7 @@ def identify_cmd(log_path, robot_source, out, method, knot_stride, sigma_q, sigm
             fail(f"--stick-weights {stick_weights} applies to the smoother on fixed-base open-chain robots")
         options["stick_weights"] = stick_weights
     open_chain = not robot.floating_base and method == "smoother" and not robot.loops
-    if acceleration_process is None:  # issue 9 (session 10): the default where the rows apply
+    if acceleration_process is None:  # issue 9 (session 9): the default where the rows apply
         acceleration_process = ACCELERATION_PROCESS_DEFAULT if open_chain else "off"
     elif acceleration_process != "off" and not open_chain:  # issue 9 (session 9)
         fail(f"--acceleration-process {acceleration_process} applies to the smoother on fixed-base "

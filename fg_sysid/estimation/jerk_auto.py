@@ -1,5 +1,5 @@
 """``acceleration_process="auto"``: the white-jerk rows only where the accelerations absorbed the effort
-noise (issue 9, session 10).
+noise (issue 9, session 9).
 
 The default objective leaves the knot accelerations' Nyquist band free (`acceleration_process`: the
 trapezoid integration rows cannot see a_k = (−1)^k c), so on noisy or real logs the fitted accelerations

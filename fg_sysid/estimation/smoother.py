@@ -132,7 +132,7 @@ class JointSmoother:
             free and absorbs the effort noise (on noisy logs the converged MAP predicts worse than an early
             stop); with it, fast true changes of a (sharp friction, high-gain control at σ = 0.01) are
             smoothed and the fit loses there (docs/damping.md). False (default) = integration rows alone.
-            "auto" (issue 9 session 10, `jerk_auto`; the default of ``fg-sysid identify``): the default
+            "auto" (issue 9 session 9, `jerk_auto`; the default of ``fg-sysid identify``): the default
             fit, then a refit with the rows (warm start) only if its knot accelerations' Nyquist-band RMS
             exceeds the motion's RMS acceleration (median joint); the record in
             ``result_.noise["acceleration_process_auto"]``.
@@ -205,7 +205,7 @@ class JointSmoother:
             return self._fit(log)
 
     def _fit(self, log: Log) -> JointSmoother:
-        if self.acceleration_process == "auto":  # issue 9 (session 10): rows only if a absorbed the noise
+        if self.acceleration_process == "auto":  # issue 9 (session 9): rows only if a absorbed the noise
             from .jerk_auto import fit_auto as fit_jerk_auto
 
             return fit_jerk_auto(self, log)
@@ -346,7 +346,7 @@ class JointSmoother:
             x = loop_terms.init_forces(self, loop_terms.kinematic_init(self, (q0, v0, a0), noise), theta)
         else:
             x = self._kinematic_init((q0, v0, a0), noise)
-        warm = getattr(self, "_warm_start", None)  # issue 9 (session 10): `jerk_auto`'s refit
+        warm = getattr(self, "_warm_start", None)  # issue 9 (session 9): `jerk_auto`'s refit
         if warm is not None and warm[0][0].shape == x[0].shape and warm[1].shape == theta.shape:
             x, theta = warm
         history: list[dict] = []
