@@ -25,6 +25,10 @@ from fg_sysid.estimation.baseline import stacked_regressor
 V_STICK = 0.02
 #: tanh widths [rad/s] tried per joint by `oracle_tanh`
 VS_GRID = np.geomspace(2e-4, 0.2, 31)
+#: friction-law shapes s(v/w) of `oracle_tanh`: the estimator's smooth sign, and soft dry friction (linear
+#: up to the width, then saturated: MuJoCo's soft ``frictionloss`` constraint as measured on the B1 knee
+#: motors, docs/benchmarks.md "Floating B1 with four-bar knees: the knee-motor friction")
+LAWS = {"tanh": np.tanh, "clip": lambda x: np.clip(x, -1.0, 1.0)}
 
 
 def stick_mask(v: np.ndarray, v_stick: float = V_STICK) -> np.ndarray:
@@ -43,10 +47,12 @@ def split_error(pred: np.ndarray, ref: np.ndarray, stick: np.ndarray) -> dict:
             "stick_fraction": float(stick.mean())}
 
 
-def oracle_tanh(robot, q, v, a, tau, weights: np.ndarray | None = None, grid=VS_GRID, sweeps: int = 2):
+def oracle_tanh(robot, q, v, a, tau, weights: np.ndarray | None = None, grid=VS_GRID, sweeps: int = 2,
+                law: str = "tanh"):
     """Best ``fc·tanh(v/vs) + fv·v`` + unconstrained inertias + armature at the given states, per-joint vs
-    from ``grid``; weighted least squares with ``weights`` (N, n) (default 1). Returns (prediction (N, n),
-    vs per joint)."""
+    from ``grid``; weighted least squares with ``weights`` (N, n) (default 1). ``law="clip"``: the
+    soft-dry shape ``clip(v/vs, ±1)`` instead of tanh (`LAWS`). Returns (prediction (N, n), vs per joint)."""
+    shape = LAWS[law]
     tau = np.asarray(tau, float)
     N, n = tau.shape
     nb10 = 10 * robot.n_bodies
@@ -62,7 +68,7 @@ def oracle_tanh(robot, q, v, a, tau, weights: np.ndarray | None = None, grid=VS_
 
     def set_col(j, s):
         col = np.zeros((N, n))
-        col[:, j] = np.tanh(v[:, j] / s) * w[:, j]
+        col[:, j] = shape(v[:, j] / s) * w[:, j]
         c = col.ravel()
         Yw[:, cols[j]] = c
         g = Yw.T @ c
@@ -87,5 +93,5 @@ def oracle_tanh(robot, q, v, a, tau, weights: np.ndarray | None = None, grid=VS_
     p = cost()[1]
     Yu = Y.copy()
     for j in range(n):
-        Yu[:, j, cols[j]] = np.tanh(v[:, j] / vs[j])
+        Yu[:, j, cols[j]] = shape(v[:, j] / vs[j])
     return np.einsum("knp,p->kn", Yu, p), vs
