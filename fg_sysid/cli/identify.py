@@ -189,7 +189,7 @@ def _positive(name, val, allow_none=True):
 @click.option("--acceleration-process", "acceleration_process", type=click.Choice(("off", "on", "auto")),
               is_flag=False, flag_value="on", default=None, metavar="[off|on|auto]",
               help="Smoother, fixed-base open chains: white-jerk rows between the knots' accelerations "
-                   "(issue 9 sessions 9-10): without them the accelerations' highest frequencies absorb "
+                   "(issue 9, session 9): without them the accelerations' highest frequencies absorb "
                    "the effort noise (noisy or real logs); they smooth fast true changes of the acceleration "
                    "(sharp friction at low noise). on (the bare flag): always; auto: fit without, refit with "
                    "them only if the fitted accelerations' Nyquist-band RMS exceeds the motion's RMS "

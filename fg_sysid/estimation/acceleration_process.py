@@ -44,7 +44,8 @@ import numpy as np
 
 from .problem import Problem, Residual, Term
 
-__all__ = ["JERK_FACTOR", "acceleration_process_std", "acceleration_process_term"]
+__all__ = ["JERK_FACTOR", "MAX_STEP_FACTOR", "acceleration_process_std", "acceleration_process_term",
+           "helmert_factors", "huber_row_weights"]
 
 #: σ_a = JERK_FACTOR · (s_a / s_v) · s_a · h: margin of the jerk's RMS over ω · s_a
 JERK_FACTOR = 3.0

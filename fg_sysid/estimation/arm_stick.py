@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["STICK_MODES", "STICK_WIDTH_FACTOR", "initial_stick_sigma", "row_factor", "stick_sigma"]
+__all__ = ["STICK_MODES", "STICK_WIDTH_FACTOR", "initial_stick_sigma", "row_factor", "stick_delta",
+           "stick_sigma"]
 
 #: the friction law's transition region: |v| ≲ STICK_WIDTH_FACTOR × its tanh width (the prior mean
 #: 0.05 rad/s when the law estimates none) — the samples whose friction torque a smooth law cannot predict
@@ -40,10 +41,7 @@ def stick_sigma(layout, p: np.ndarray | None, v: np.ndarray, default_vs: float,
     _, pf, _ = layout.split(np.asarray(p, float))
     fc = np.abs(pf[:, sfx.index("fc")])
     vs = pf[:, sfx.index("vs")] if "vs" in sfx else np.full(layout.nj, float(default_vs))
-    if width is not None:
-        vs = np.broadcast_to(np.asarray(width, float), fc.shape)
-    vs = np.maximum(np.abs(vs), 1e-6)
-    return fc * (1.0 - np.tanh(np.asarray(v, float) / (STICK_WIDTH_FACTOR * vs)) ** 2)
+    return stick_delta(fc, v, vs if width is None else width)
 
 
 def row_factor(delta: np.ndarray, sigma_tau: np.ndarray, iv, nv: int) -> np.ndarray:
@@ -77,7 +75,8 @@ def initial_stick_sigma(smoother, layout, p_init, v0: np.ndarray, noise) -> np.n
 def stick_delta(fc: np.ndarray, v: np.ndarray, vs) -> np.ndarray:
     """The rule of `stick_sigma` on arrays: δ = |fc| · (1 − tanh²(v / (k·vs))) [N·m | N] with
     k = `STICK_WIDTH_FACTOR`; ``fc`` (n,) [N·m | N], ``v`` (N, n) [rad/s | m/s], ``vs`` scalar or (n,)
-    [rad/s | m/s] (floored at 1e-6). Used by the floating looped fits (`floating_knee`, issue 11)."""
+    [rad/s | m/s] (floored at 1e-6). The one formula: `stick_sigma` (layouts) and the floating looped
+    fixed-state rows (`floating_loop_checks.stick_row_factor`, issue 11) call it."""
     vs = np.maximum(np.abs(np.broadcast_to(np.asarray(vs, float), np.shape(fc))), 1e-6)
     x = np.asarray(v, float) / (STICK_WIDTH_FACTOR * vs)
     return np.abs(np.asarray(fc, float)) * (1.0 - np.tanh(x) ** 2)

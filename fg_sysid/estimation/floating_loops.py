@@ -196,6 +196,23 @@ SATURATION_LEVEL = 0.99
 SATURATION_WINDOW_S = 0.1
 
 
+def saturated_entries(tau, limits, level: float = SATURATION_LEVEL) -> np.ndarray:
+    """(N, n) bool: |τ| ≥ ``level`` × limit. ``tau`` (N, n) [N·m | N] (NaN = not measured: never
+    saturated), ``limits`` (n,) (inf or ≤ 0: no limit, never saturated)."""
+    tau = np.atleast_2d(np.asarray(tau, float))
+    lim = np.asarray(limits, float)
+    ok = np.isfinite(lim) & (lim > 0)
+    with np.errstate(invalid="ignore"):
+        return (np.abs(np.nan_to_num(tau)) >= level * np.where(ok, lim, np.inf)) & ok
+
+
+def saturated_joints(robot, tau) -> list[str]:
+    """Names of the joints of ``robot`` whose efforts ``tau`` (N, n_joints) [N·m | N] reach
+    `SATURATION_LEVEL` × their URDF effort limit somewhere (`saturated_entries`; for messages)."""
+    sat = saturated_entries(tau, robot.effort_limits())
+    return [j for j, c in zip(robot.joint_names, sat.any(axis=0), strict=True) if c]
+
+
 def saturation_window(t, tau, limits, level: float = SATURATION_LEVEL,
                       window_s: float = SATURATION_WINDOW_S) -> np.ndarray:
     """Samples within ``window_s`` [s] of a sample where some effort is saturated.
@@ -207,10 +224,7 @@ def saturation_window(t, tau, limits, level: float = SATURATION_LEVEL,
     lim = np.asarray(limits, float)
     if tau.shape != (t.size, lim.size):
         raise ValueError(f"tau must be (N={t.size}, {lim.size}), got {tau.shape}")
-    ok = np.isfinite(lim) & (lim > 0)
-    with np.errstate(invalid="ignore"):
-        sat = np.any((np.abs(np.nan_to_num(tau)) >= level * np.where(ok, lim, np.inf))[:, ok], axis=1)
-    ts = t[sat]
+    ts = t[saturated_entries(tau, lim, level).any(axis=1)]
     if ts.size == 0:
         return np.zeros(t.size, bool)
     # distance from each sample to its nearest saturated sample (t increasing), O(N log n_sat)
@@ -239,27 +253,12 @@ def saturated_samples(robot, log: Log) -> np.ndarray:
         return np.zeros(np.asarray(log.t).size, bool)
     out = saturation_window(log.t, tau, lim)
     if out.any():
-        with np.errstate(invalid="ignore"):
-            sat = np.abs(np.nan_to_num(tau)) >= SATURATION_LEVEL * lim[None]
-        joints = [j for j, c in zip(robot.joint_names, sat.sum(axis=0), strict=True) if c]
-        warnings.warn(f"efforts at {SATURATION_LEVEL:g} x their effort limit in {int(sat.any(axis=1).sum())} "
+        n_sat, joints = int(saturated_entries(tau, lim).any(axis=1).sum()), saturated_joints(robot, tau)
+        warnings.warn(f"efforts at {SATURATION_LEVEL:g} x their effort limit in {n_sat} "
                       f"samples (joints {joints}): the knots within {SATURATION_WINDOW_S:g} s "
                       f"({100 * out.mean():.1f} % of the log) are left out of the effort rows (measured "
                       f"forces weighted {SATURATED_FORCE_WEIGHT:g})", stacklevel=4)
     return out
-
-
-def saturated_joints(robot, smoother) -> list[str]:
-    """Names of the joints whose logged effort reaches `SATURATION_LEVEL` × their limit (for messages)."""
-    tau = np.asarray(getattr(smoother, "_taum", np.empty((0, 0))), float)  # (N_knots, nv) at the knots
-    lim = np.asarray(robot.effort_limits(), float)
-    if tau.ndim == 2 and tau.shape[1] != lim.size:
-        tau = tau[:, np.asarray(robot.joint_index_v(), int)]
-    if tau.ndim != 2 or tau.shape[1] != lim.size:
-        return []
-    with np.errstate(invalid="ignore"):
-        sat = np.abs(np.nan_to_num(tau)) >= SATURATION_LEVEL * np.where(lim > 0, lim, np.inf)[None]
-    return [j for j, c in zip(robot.joint_names, sat.any(axis=0), strict=True) if c]
 
 
 def saturation_knots(smoother) -> np.ndarray:
@@ -299,9 +298,10 @@ def finish_problem(problem: Problem, smoother, noise) -> Problem:
     if not keep.any():  # every knot in a saturation window: no effort rows would be left
         from .solver import EstimationError
 
+        joints = saturated_joints(robot, smoother._taum[:, iv])
         raise EstimationError(
             f"every knot lies within {SATURATION_WINDOW_S:g} s of an effort at {SATURATION_LEVEL:g} x its "
-            f"effort limit (joints {saturated_joints(robot, smoother)}): no effort rows are left to identify "
+            f"effort limit (joints {joints}): no effort rows are left to identify "
             "the parameters; use a log where the actuators stay below their limits (e.g. a slower gait)")
     smoother._tau_mask[~keep] = False  # effort rows left out in the saturation windows (_finish, IRLS)
     w_joint = smoother._tau_mask[:, iv] * wt[None, :]
