@@ -84,7 +84,7 @@ class ParameterLayout:
         if isinstance(inertia, str):
             inertia = inertia_parameterization(inertia)
         if isinstance(friction, str):
-            kw = {"velocity_scale": friction_velocity_scale} if friction.startswith("coulomb-viscous") else {}
+            kw = {"velocity_scale": friction_velocity_scale} if friction != "stribeck6" else {}
             friction = friction_model(friction, **kw)
         return cls(robot, inertia, friction, PositiveScalar(), fit_friction, fit_armature, tuple(actuation))
 

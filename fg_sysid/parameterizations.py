@@ -390,9 +390,18 @@ class FrictionModel:
         """(k, k) ``d phys / d theta``."""
         raise NotImplementedError
 
+    #: True when the law also depends on the joint acceleration (`SoftDry`); then `torque_acc` must be used
+    uses_acceleration: ClassVar[bool] = False
+
     def torque(self, v, theta) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(tau_f (N,), d tau_f/d v (N,), d tau_f/d theta (N, k))`` for velocities ``v`` (N,) [rad/s]."""
         raise NotImplementedError
+
+    def torque_acc(self, v, a, theta) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """``(tau_f, d tau_f/d v, d tau_f/d a, d tau_f/d theta)`` at velocities ``v`` [rad/s] and accelerations
+        ``a`` [rad/s²] (N,). Velocity-only laws: `torque` with ``d tau_f/d a = 0``."""
+        tau, dv, dth = self.torque(v, theta)
+        return tau, dv, np.zeros_like(dv), dth
 
     def default_physical(self, urdf_friction: float, urdf_damping: float) -> np.ndarray:
         """Prior mean from the URDF ``<dynamics friction=.. damping=..>`` values (floored when 0)."""
@@ -557,13 +566,68 @@ class CoulombViscousScale(CoulombViscous):
         return np.append(super().default_physical(urdf_friction, urdf_damping), self.velocity_scale)
 
 
+@dataclass(frozen=True)
+class SoftDry(CoulombViscous):
+    """Dry friction with stiction as a *soft constraint* (MuJoCo's joint ``frictionloss``), plus viscous::
+
+        tau_f = fc · clip((v + T a) / vs, −1, 1) + fv · v          [N·m | N]
+
+    ``theta = (log fc, log fv, log vs, log T)``: ``fc`` [N·m] the dry-friction bound, ``fv`` [N·m·s/rad],
+    ``vs`` [rad/s] the width of the linear (stick) band, ``T`` [s] the lead of the friction's argument.
+    While ``|v + T a| < vs`` the joint sticks and the friction torque is whatever holds it (any value in
+    ±fc, set by the band's slope fc/vs); outside it slides with ``±fc``. A velocity-only law cannot say
+    *when* a reversing joint's friction flips: a soft constraint resists the predicted velocity
+    ``v + T a``, so the flip leads the velocity's zero crossing by ~T.
+
+    This is exactly MuJoCo's friction-loss constraint force (MuJoCo documentation, *Computation*: soft
+    constraints, ``f = −R⁻¹ (J q̈ − a_ref)`` clamped to ±frictionloss, ``a_ref = −b J v̇`` …): with the
+    constraint's damping ``b = 2 / (d_max · timeconst)`` and regularizer ``R = (1 − d)/d · invweight``,
+    ``T = 1/b`` and ``vs = R · fc / b``. MuJoCo's defaults (solref 0.02 s, solimp 0.9/0.95) give
+    T = 9.5 ms; a MuJoCo arm's efforts are reproduced to round-off at the exact states
+    (docs/out-of-class.md). The law nests the estimated-width Coulomb law's limit (T → 0, clip ≈ sign).
+
+    Prior (`default_physical`): URDF fc/fv as `CoulombViscous`, ``vs = velocity_scale`` and ``T`` =
+    `LEAD_PRIOR`. ``d tau_f/d a = fc T / vs`` inside the band, 0 outside.
+    """
+
+    name: ClassVar[str] = "soft-dry"
+    n_params: ClassVar[int] = 4
+    suffixes: ClassVar[tuple[str, ...]] = ("fc", "fv", "vs", "lead")
+    uses_acceleration: ClassVar[bool] = True
+    #: prior mean of the lead T [s] (MuJoCo's default soft constraint: 0.95 · 0.02 / 2 = 9.5 ms)
+    LEAD_PRIOR: ClassVar[float] = 0.01
+
+    def to_theta(self, phys) -> np.ndarray:
+        phys = _as_vec(phys, 4, "soft-dry phys")
+        return np.log(np.maximum(phys, [self.FC_FLOOR * 1e-6, self.FV_FLOOR * 1e-6, 1e-9, 1e-9]))
+
+    def torque(self, v, theta):
+        raise ValueError("the soft-dry friction law depends on the acceleration: use torque_acc(v, a, theta)")
+
+    def torque_acc(self, v, a, theta):
+        fc, fv, vs, lead = self.to_physical(theta)
+        v = np.asarray(v, dtype=float)
+        a = np.asarray(a, dtype=float)
+        u = (v + lead * a) / vs
+        inside = np.abs(u) <= 1.0
+        s = np.where(inside, u, np.sign(u))
+        g = np.where(inside, fc / vs, 0.0)  # d tau_f / d (v + T a)
+        tau = fc * s + fv * v
+        dth = np.stack([fc * s, fv * v, -fc * np.where(inside, u, 0.0), g * lead * a], axis=-1)
+        return tau, g + fv, g * lead, dth
+
+    def default_physical(self, urdf_friction: float, urdf_damping: float) -> np.ndarray:
+        return np.append(super().default_physical(urdf_friction, urdf_damping),
+                         [self.velocity_scale, self.LEAD_PRIOR])
+
+
 _FRICTION_ALIASES = {"coulomb-viscous": CoulombViscous, "stribeck6": Stribeck6,
-                     "coulomb-viscous-scale": CoulombViscousScale}
+                     "coulomb-viscous-scale": CoulombViscousScale, "soft-dry": SoftDry}
 
 
 def friction_model(name: str, **kw) -> FrictionModel:
-    """``"coulomb-viscous"``, ``"coulomb-viscous-scale"`` (kw: ``velocity_scale`` [rad/s]: the fixed width /
-    the prior mean of the estimated width) or ``"stribeck6"`` -> instance."""
+    """``"coulomb-viscous"``, ``"coulomb-viscous-scale"``, ``"soft-dry"`` (kw: ``velocity_scale`` [rad/s]: the
+    fixed width / the prior mean of the estimated width) or ``"stribeck6"`` -> instance."""
     if isinstance(name, FrictionModel):
         return name
     key = str(name).strip().lower().replace("_", "-")

@@ -65,6 +65,44 @@ def test_inverse_dynamics_jacobians(setup, inertia):
         np.testing.assert_allclose(lin.Jtheta[k], central_diff(f_t, theta), atol=2e-6 * scale, rtol=1e-5)
 
 
+def test_inverse_dynamics_jacobians_soft_dry(setup):
+    """The soft-dry law (friction in v + T·a) adds ∂τ_f/∂a to ∂r/∂a: checked by central differences with
+    states inside and outside the stick band (away from its kinks)."""
+    robot, _, _, rng = setup
+    layout = ParameterLayout.create(robot, friction="soft-dry", friction_velocity_scale=0.05)
+    theta0, std = layout.prior()
+    theta = theta0 + 0.2 * std * rng.standard_normal(layout.n)
+    res = InverseDynamicsResidual(layout)
+    q, v, a = random_state(robot, 4, rng)
+    v[:2] *= 0.01  # the first two knots inside the band of most joints
+    a[:2] *= 0.1
+    tau = rng.standard_normal(v.shape)
+    lin = res.evaluate(q, v, a, tau, theta)
+    _, pf, _ = layout.split(layout.to_physical(theta))
+    iv = robot.joint_index_v()
+    inside = 0
+    for k in range(4):
+        u = (v[k, iv] + pf[:, 3] * a[k, iv]) / pf[:, 2]
+        if np.any(np.abs(np.abs(u) - 1) < 1e-3):
+            continue  # a kink of the clip: no derivative to compare
+        inside += int(np.sum(np.abs(u) < 1))
+
+        def f_v(x, k=k):
+            return res.evaluate(q[k:k + 1], x[None], a[k:k + 1], tau[k:k + 1], theta, jacobians=False).r[0]
+
+        def f_a(x, k=k):
+            return res.evaluate(q[k:k + 1], v[k:k + 1], x[None], tau[k:k + 1], theta, jacobians=False).r[0]
+
+        def f_t(x, k=k):
+            return res.evaluate(q[k:k + 1], v[k:k + 1], a[k:k + 1], tau[k:k + 1], x, jacobians=False).r[0]
+
+        scale = 1 + np.abs(lin.r[k]).max()
+        np.testing.assert_allclose(lin.Jv[k], central_diff(f_v, v[k], 1e-8), atol=2e-6 * scale, rtol=1e-5)
+        np.testing.assert_allclose(lin.Ja[k], central_diff(f_a, a[k], 1e-8), atol=2e-6 * scale, rtol=1e-5)
+        np.testing.assert_allclose(lin.Jtheta[k], central_diff(f_t, theta), atol=2e-6 * scale, rtol=1e-5)
+    assert inside > 0  # the band's derivatives were exercised
+
+
 def test_regressor_times_pi_equals_rnea(setup):
     """Identity oracle: Y(q,v,a)·π + armature·a + τ_f = RNEA(model with π) + armature·a + τ_f."""
     robot, layout, theta, rng = setup

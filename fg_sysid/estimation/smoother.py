@@ -285,7 +285,7 @@ class JointSmoother:
                                     fit_armature=self.fit_armature, blas_threads=None).fit(log, robot).result_
                 window_s, order = float(ls.filter["window_s"]), int(ls.filter["polyorder"])
                 ls_rms = dict(zip(ls.measured_joints, ls.residual_rms, strict=True))
-                if self.friction in ("coulomb-viscous", "coulomb-viscous-scale"):
+                if self.friction in ("coulomb-viscous", "coulomb-viscous-scale", "soft-dry"):
                     p_init = self._from_baseline_layout(ls.estimate)
                 if self.friction == "stribeck6":  # issue 9 item 3: start from the Stribeck regression
                     from .friction_select import stribeck_start
@@ -432,11 +432,11 @@ class JointSmoother:
         p = np.asarray(p, float)
         robot = self.robot
         nb10, nj = 10 * robot.n_bodies, robot.n_joints
-        if self.friction != "coulomb-viscous-scale" or p.size == self.layout_.n or \
+        if self.friction not in ("coulomb-viscous-scale", "soft-dry") or p.size == self.layout_.n or \
                 p.size != nb10 + 3 * nj:  # the baseline always carries every armature
             return p
-        fr = np.hstack([p[nb10:nb10 + 2 * nj].reshape(nj, 2),
-                        np.full((nj, 1), float(self.friction_velocity_scale))])
+        shape = self.layout_.friction.default_physical(1.0, 1.0)[2:]  # vs (and the soft-dry lead T)
+        fr = np.hstack([p[nb10:nb10 + 2 * nj].reshape(nj, 2), np.tile(shape, (nj, 1))])
         return np.concatenate([p[:nb10], fr.ravel(), p[nb10 + 2 * nj:]])
 
     # ------------------------------------------------------------------ noise

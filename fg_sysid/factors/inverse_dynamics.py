@@ -1,6 +1,6 @@
 """Inverse-dynamics residual with measured effort, its analytic Jacobians, batched over knots.
 
-    r(q, v, a, θ) = M(q; π) a + h(q, v; π) + diag(armature) a + τ_f(v; θ_f) − J(q)ᵀλ − τ̂      [N·m | N]
+    r(q, v, a, θ) = M(q; π) a + h(q, v; π) + diag(armature) a + τ_f(v, a; θ_f) − J(q)ᵀλ − τ̂      [N·m | N]
 
 (paper 004 eq. 2 with the actuation model of eq. 55, S = I for a fixed base). ``J(q)ᵀλ`` is the slot
 for constraint / contact forces; this module takes it as given generalized forces ``external`` (N, nv).
@@ -8,7 +8,7 @@ for constraint / contact forces; this module takes it as given generalized force
 Jacobians are w.r.t. tangent perturbations of q (q ⊕ δq), v, a and the unconstrained θ:
 
 * ∂r/∂q, ∂r/∂v, ∂r/∂a from Pinocchio's RNEA derivatives (∂r/∂a = M + diag(armature)),
-  plus friction's ∂τ_f/∂v on the diagonal;
+  plus friction's ∂τ_f/∂v and ∂τ_f/∂a on the diagonal (∂τ_f/∂a ≠ 0 only for the soft-dry law);
 * ∂r/∂θ = [Y(q, v, a) · ∂π/∂θ_i | ∂τ_f/∂θ_f | diag(a) ∂armature/∂θ_a] with Y Pinocchio's joint-torque
   regressor (paper 004 eq. 43) and the parameterization Jacobians of `fg_sysid.layout`.
 """
@@ -68,16 +68,19 @@ class InverseDynamicsResidual(LayoutModel):
     """Evaluates the inverse-dynamics residual for a `ParameterLayout` on a private Pinocchio model."""
 
     # ------------------------------------------------------------------ evaluation
-    def friction(self, v: np.ndarray):
-        """τ_f (N, nj), ∂τ_f/∂v (N, nj), ∂τ_f/∂θ_f (N, nj, kf) at joint velocities v[:, iv]."""
+    def friction(self, v: np.ndarray, a: np.ndarray):
+        """τ_f (N, nj), ∂τ_f/∂v (N, nj), ∂τ_f/∂a (N, nj), ∂τ_f/∂θ_f (N, nj, kf) at joint velocities
+        v[:, iv] and accelerations a[:, iv] (∂τ_f/∂a = 0 for velocity-only laws)."""
         L = self.layout
         n = v.shape[0]
         tf = np.empty((n, L.nj))
         dv = np.empty((n, L.nj))
+        da = np.empty((n, L.nj))
         dth = np.empty((n, L.nj, L.kf))
         for j in range(L.nj):
-            tf[:, j], dv[:, j], dth[:, j, :] = L.friction.torque(v[:, self.iv[j]], self.tf[j])
-        return tf, dv, dth
+            tf[:, j], dv[:, j], da[:, j], dth[:, j, :] = L.friction.torque_acc(
+                v[:, self.iv[j]], a[:, self.iv[j]], self.tf[j])
+        return tf, dv, da, dth
 
     def evaluate(self, q, v, a, tau_meas, theta, jacobians: bool = True,
                  external: np.ndarray | None = None) -> IDLinearization:
@@ -106,7 +109,7 @@ class InverseDynamicsResidual(LayoutModel):
             for k in range(n):
                 Y[k] = pin.computeJointTorqueRegressor(model, data, q[k], v[k], a[k])
         r = Y @ self.pi_flat
-        tf, dtf_dv, dtf_dth = self.friction(v)
+        tf, dtf_dv, dtf_da, dtf_dth = self.friction(v, a)
         iv = self.iv
         r[:, iv] += tf + a[:, iv] * self.parm
         if external is not None:
@@ -116,7 +119,7 @@ class InverseDynamicsResidual(LayoutModel):
             return apply_actuation(L, theta, IDLinearization(r), tau_meas, iv)  # issue 9 item 2
         rows = np.arange(L.nj)
         Jv[:, iv, iv] += dtf_dv
-        Ja[:, iv, iv] += self.parm
+        Ja[:, iv, iv] += self.parm + dtf_da
         Jth = np.zeros((n, nv, L.n))
         Yb = Y.reshape(n, nv, L.nb, 10)
         Jth[:, :, L.s_inertial] = np.einsum("nvbj,bjk->nvbk", Yb, self.Ji).reshape(n, nv, 10 * L.nb)
