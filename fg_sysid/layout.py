@@ -85,6 +85,8 @@ class ParameterLayout:
             inertia = inertia_parameterization(inertia)
         if isinstance(friction, str):
             kw = {"velocity_scale": friction_velocity_scale} if friction != "stribeck6" else {}
+            if friction == "soft-dry-tanh":
+                friction, kw = "soft-dry", {**kw, "shape": "tanh"}
             friction = friction_model(friction, **kw)
         return cls(robot, inertia, friction, PositiveScalar(), fit_friction, fit_armature, tuple(actuation))
 
@@ -211,7 +213,7 @@ class ParameterLayout:
         th[self.s_inertial] = ti.ravel()
         tf = th[self.s_friction].reshape(self.nj, self.kf)
         for j, name in enumerate(self.robot.joint_names):
-            if np.all(np.isfinite(pf[j])) and np.all(pf[j] > 0):
+            if self.friction.valid(pf[j]):
                 tf[j] = self.friction.to_theta(pf[j])
             else:
                 replaced.append(f"{name} friction")
@@ -264,7 +266,7 @@ class ParameterLayout:
         pi, _, _ = self.split(p0)
         std_i = np.array([inertial_prior_std(self.inertia.name, b, relative) for b in pi])
         std[self.s_inertial] = std_i.ravel()
-        std[self.s_friction] = friction_log_std
+        std[self.s_friction] = np.tile(self.friction.prior_std(friction_log_std), self.nj)
         std[self.s_armature] = armature_log_std
         if not self.fit_friction:
             std[self.s_friction] = 1e-6

@@ -407,6 +407,15 @@ class FrictionModel:
         """Prior mean from the URDF ``<dynamics friction=.. damping=..>`` values (floored when 0)."""
         raise NotImplementedError
 
+    def valid(self, phys) -> bool:
+        """Whether the physical vector of one joint is representable (finite; positive where θ is a log)."""
+        phys = np.asarray(phys, float)
+        return bool(np.all(np.isfinite(phys)) and np.all(phys > 0))
+
+    def prior_std(self, log_std: float) -> np.ndarray:
+        """Prior std of one joint's θ block (k,): ``log_std`` on every log-coordinate."""
+        return np.full(self.n_params, float(log_std))
+
     def _theta(self, theta) -> np.ndarray:
         return _as_vec(theta, self.n_params, f"{self.name} theta")
 
@@ -570,36 +579,57 @@ class CoulombViscousScale(CoulombViscous):
 class SoftDry(CoulombViscous):
     """Dry friction with stiction as a *soft constraint* (MuJoCo's joint ``frictionloss``), plus viscous::
 
-        tau_f = fc · clip((v + T a) / vs, −1, 1) + fv · v          [N·m | N]
+        tau_f = fc · s((v + T a) / vs) + fv · v          [N·m | N],   s = clip(·, −1, 1) (or tanh)
 
-    ``theta = (log fc, log fv, log vs, log T)``: ``fc`` [N·m] the dry-friction bound, ``fv`` [N·m·s/rad],
-    ``vs`` [rad/s] the width of the linear (stick) band, ``T`` [s] the lead of the friction's argument.
-    While ``|v + T a| < vs`` the joint sticks and the friction torque is whatever holds it (any value in
-    ±fc, set by the band's slope fc/vs); outside it slides with ``±fc``. A velocity-only law cannot say
-    *when* a reversing joint's friction flips: a soft constraint resists the predicted velocity
-    ``v + T a``, so the flip leads the velocity's zero crossing by ~T.
+    ``theta = (log fc, log fv, log vs, T)``: ``fc`` [N·m] the dry-friction bound, ``fv`` [N·m·s/rad],
+    ``vs`` [rad/s] the width of the stick band, ``T`` [s] the lead of the friction's argument (signed: a
+    negative T is a lag). While ``|v + T a| < vs`` the joint sticks and the friction torque is whatever
+    holds it (any value in ±fc, along the band's slope fc/vs); outside it slides with ``±fc``. A
+    velocity-only law cannot say *when* a reversing joint's friction flips: a soft constraint resists the
+    predicted velocity ``v + T a``, so the flip leads the velocity's zero crossing by ~T.
 
-    This is exactly MuJoCo's friction-loss constraint force (MuJoCo documentation, *Computation*: soft
-    constraints, ``f = −R⁻¹ (J q̈ − a_ref)`` clamped to ±frictionloss, ``a_ref = −b J v̇`` …): with the
-    constraint's damping ``b = 2 / (d_max · timeconst)`` and regularizer ``R = (1 − d)/d · invweight``,
-    ``T = 1/b`` and ``vs = R · fc / b``. MuJoCo's defaults (solref 0.02 s, solimp 0.9/0.95) give
-    T = 9.5 ms; a MuJoCo arm's efforts are reproduced to round-off at the exact states
-    (docs/out-of-class.md). The law nests the estimated-width Coulomb law's limit (T → 0, clip ≈ sign).
+    With ``shape="clip"`` this is exactly MuJoCo's friction-loss constraint force (MuJoCo documentation,
+    *Computation* → soft constraints: ``f = −R⁻¹ (J q̈ − a_ref)`` clamped to ±frictionloss with
+    ``a_ref = −b J q̇``): with the constraint's damping ``b = 2 / (d_max · timeconst)`` and regularizer
+    ``R = (1 − d)/d · invweight``, ``T = 1/b`` and ``vs = R · fc / b``. MuJoCo's defaults (solref 0.02 s,
+    solimp 0.9/0.95) give T = 9.5 ms; a MuJoCo arm's efforts are reproduced to round-off at the exact
+    states (docs/out-of-class.md). ``shape="tanh"`` nests `CoulombViscousScale` (T = 0).
 
-    Prior (`default_physical`): URDF fc/fv as `CoulombViscous`, ``vs = velocity_scale`` and ``T`` =
-    `LEAD_PRIOR`. ``d tau_f/d a = fc T / vs`` inside the band, 0 outside.
+    Prior (`default_physical`, `prior_std`): URDF fc/fv as `CoulombViscous`, ``vs = velocity_scale`` and
+    ``T = 0`` with std `LEAD_PRIOR_STD`. ``d tau_f/d a = T · d tau_f/d (v + T a)``.
     """
 
+    shape: str = "clip"
     name: ClassVar[str] = "soft-dry"
     n_params: ClassVar[int] = 4
     suffixes: ClassVar[tuple[str, ...]] = ("fc", "fv", "vs", "lead")
     uses_acceleration: ClassVar[bool] = True
-    #: prior mean of the lead T [s] (MuJoCo's default soft constraint: 0.95 · 0.02 / 2 = 9.5 ms)
-    LEAD_PRIOR: ClassVar[float] = 0.01
+    #: prior std of the lead T [s] around 0 (MuJoCo's default soft constraint: 0.95 · 0.02 / 2 = 9.5 ms)
+    LEAD_PRIOR_STD: ClassVar[float] = 0.02
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.shape not in ("clip", "tanh"):
+            raise ValueError(f"soft-dry shape must be 'clip' or 'tanh', not {self.shape!r}")
+
+    def to_physical(self, theta) -> np.ndarray:
+        th = self._theta(theta)
+        return np.append(np.exp(th[:3]), th[3])
 
     def to_theta(self, phys) -> np.ndarray:
         phys = _as_vec(phys, 4, "soft-dry phys")
-        return np.log(np.maximum(phys, [self.FC_FLOOR * 1e-6, self.FV_FLOOR * 1e-6, 1e-9, 1e-9]))
+        return np.append(np.log(np.maximum(phys[:3], [self.FC_FLOOR * 1e-6, self.FV_FLOOR * 1e-6, 1e-9])),
+                         phys[3])
+
+    def jacobian(self, theta) -> np.ndarray:
+        return np.diag(np.append(np.exp(self._theta(theta)[:3]), 1.0))
+
+    def valid(self, phys) -> bool:
+        phys = np.asarray(phys, float)
+        return bool(np.all(np.isfinite(phys)) and np.all(phys[:3] > 0))
+
+    def prior_std(self, log_std: float) -> np.ndarray:
+        return np.array([log_std, log_std, log_std, self.LEAD_PRIOR_STD])
 
     def torque(self, v, theta):
         raise ValueError("the soft-dry friction law depends on the acceleration: use torque_acc(v, a, theta)")
@@ -609,16 +639,20 @@ class SoftDry(CoulombViscous):
         v = np.asarray(v, dtype=float)
         a = np.asarray(a, dtype=float)
         u = (v + lead * a) / vs
-        inside = np.abs(u) <= 1.0
-        s = np.where(inside, u, np.sign(u))
-        g = np.where(inside, fc / vs, 0.0)  # d tau_f / d (v + T a)
+        if self.shape == "clip":
+            inside = np.abs(u) <= 1.0
+            s = np.where(inside, u, np.sign(u))
+            ds = inside.astype(float)
+        else:
+            s = np.tanh(u)
+            ds = 1.0 - s * s
+        g = fc * ds / vs  # d tau_f / d (v + T a)
         tau = fc * s + fv * v
-        dth = np.stack([fc * s, fv * v, -fc * np.where(inside, u, 0.0), g * lead * a], axis=-1)
+        dth = np.stack([fc * s, fv * v, -fc * ds * u, g * a], axis=-1)
         return tau, g + fv, g * lead, dth
 
     def default_physical(self, urdf_friction: float, urdf_damping: float) -> np.ndarray:
-        return np.append(super().default_physical(urdf_friction, urdf_damping),
-                         [self.velocity_scale, self.LEAD_PRIOR])
+        return np.append(super().default_physical(urdf_friction, urdf_damping), [self.velocity_scale, 0.0])
 
 
 _FRICTION_ALIASES = {"coulomb-viscous": CoulombViscous, "stribeck6": Stribeck6,

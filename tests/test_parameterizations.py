@@ -304,11 +304,11 @@ def test_friction_jacobians_fd(model):
 def test_soft_dry_jacobians_fd_and_mujoco_limits():
     """Soft-dry law (MuJoCo frictionloss): derivatives w.r.t. v, a and θ by central differences away from the
     band's kinks, the stick band (linear, slope fc/vs in v + T a) and the sliding limits ±fc + fv v."""
-    model = SoftDry()
     rng = np.random.default_rng(8)
-    for _ in range(5):
+    for it in range(10):
+        model = SoftDry(shape=("clip", "tanh")[it % 2])
         phys = np.array([rng.uniform(0.1, 2), rng.uniform(0.01, 0.3), rng.uniform(0.005, 0.05),
-                         rng.uniform(0.002, 0.02)])
+                         rng.uniform(-0.02, 0.02)])
         th = model.to_theta(phys)
         assert rel_err(model.to_physical(th), phys) < 1e-12
         v = rng.normal(size=200) * 0.05
@@ -322,14 +322,18 @@ def test_soft_dry_jacobians_fd_and_mujoco_limits():
         assert_jac_close(dv, (model.torque_acc(v + h, a, th)[0] - model.torque_acc(v - h, a, th)[0]) / (2 * h))
         assert_jac_close(da, (model.torque_acc(v, a + h, th)[0] - model.torque_acc(v, a - h, th)[0]) / (2 * h))
         fc, fv, vs, lead = phys
-        ref = fc * np.clip((v + lead * a) / vs, -1, 1) + fv * v
+        s = np.clip if model.shape == "clip" else (lambda x, lo, hi: np.tanh(x))
+        ref = fc * s((v + lead * a) / vs, -1, 1) + fv * v
         np.testing.assert_allclose(tau, ref, rtol=1e-12, atol=1e-12)
         assert np.all(np.abs(tau - fv * v) <= fc * (1 + 1e-12))  # |dry part| <= fc: a bound, not a law
     assert model.uses_acceleration and len(model.suffixes) == model.n_params == 4
     with pytest.raises(ValueError, match="acceleration"):
         model.torque(np.zeros(3), model.to_theta(model.default_physical(1.0, 0.1)))
     d = model.default_physical(0.0, 0.0)
-    assert np.all(d > 0) and np.all(np.isfinite(model.to_theta(d)))
+    assert np.all(d[:3] > 0) and d[3] == 0 and model.valid(d) and np.all(np.isfinite(model.to_theta(d)))
+    assert model.prior_std(1.5)[3] == SoftDry.LEAD_PRIOR_STD and not model.valid([1.0, 0.1, -0.01, 0.0])
+    with pytest.raises(ValueError, match="shape"):
+        SoftDry(shape="sign")
     # velocity-only laws report a zero acceleration derivative through the same call
     cv = CoulombViscousScale()
     th = cv.to_theta(cv.default_physical(1.0, 0.1))

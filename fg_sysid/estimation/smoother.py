@@ -285,7 +285,7 @@ class JointSmoother:
                                     fit_armature=self.fit_armature, blas_threads=None).fit(log, robot).result_
                 window_s, order = float(ls.filter["window_s"]), int(ls.filter["polyorder"])
                 ls_rms = dict(zip(ls.measured_joints, ls.residual_rms, strict=True))
-                if self.friction in ("coulomb-viscous", "coulomb-viscous-scale", "soft-dry"):
+                if self.friction in ("coulomb-viscous", "coulomb-viscous-scale", "soft-dry", "soft-dry-tanh"):
                     p_init = self._from_baseline_layout(ls.estimate)
                 if self.friction == "stribeck6":  # issue 9 item 3: start from the Stribeck regression
                     from .friction_select import stribeck_start
@@ -432,7 +432,7 @@ class JointSmoother:
         p = np.asarray(p, float)
         robot = self.robot
         nb10, nj = 10 * robot.n_bodies, robot.n_joints
-        if self.friction not in ("coulomb-viscous-scale", "soft-dry") or p.size == self.layout_.n or \
+        if self.friction not in ("coulomb-viscous-scale", "soft-dry", "soft-dry-tanh") or p.size == self.layout_.n or \
                 p.size != nb10 + 3 * nj:  # the baseline always carries every armature
             return p
         shape = self.layout_.friction.default_physical(1.0, 1.0)[2:]  # vs (and the soft-dry lead T)
