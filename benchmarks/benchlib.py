@@ -33,8 +33,11 @@ METHODS = {
     "smoother-pf0.01": ("smoother", {"process_from_log": False, "process_fraction": 0.01}),
     "smoother-pf0.03": ("smoother", {"process_from_log": False, "process_fraction": 0.03}),
     "smoother-stribeck6": ("smoother", {"friction": "stribeck6"}),  # issue 9 item 3
-    "smoother-softdry": ("smoother", {"friction": "soft-dry", "friction_velocity_scale": 0.01}),  # issue 9 s10
-    "smoother-softdry-tanh": ("smoother", {"friction": "soft-dry-tanh", "friction_velocity_scale": 0.01}),
+    # issue 9 session 10: MuJoCo's frictionloss law exactly (clip of v + T·a)
+    "smoother-softdry": ("smoother", {"friction": "soft-dry", "friction_velocity_scale": 0.01}),
+    "smoother-lead": ("smoother", {"friction": "coulomb-viscous-lead"}),  # issue 9 s10: friction of v + T·a
+    # = fg-sysid identify with every default (friction auto, acceleration_process auto, log-Cholesky)
+    "default": ("smoother", {"friction": "auto", "acceleration_process": "auto"}),
     "smoother-cvs": ("smoother", {"friction": "coulomb-viscous-scale"}),  # the default before friction="auto"
 
     # issue 9, session 7 (TIAGo): the defaults before it, one at a time, and the robust/offset options

@@ -85,8 +85,6 @@ class ParameterLayout:
             inertia = inertia_parameterization(inertia)
         if isinstance(friction, str):
             kw = {"velocity_scale": friction_velocity_scale} if friction != "stribeck6" else {}
-            if friction == "soft-dry-tanh":
-                friction, kw = "soft-dry", {**kw, "shape": "tanh"}
             friction = friction_model(friction, **kw)
         return cls(robot, inertia, friction, PositiveScalar(), fit_friction, fit_armature, tuple(actuation))
 

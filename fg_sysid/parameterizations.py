@@ -398,8 +398,8 @@ class FrictionModel:
         raise NotImplementedError
 
     def torque_acc(self, v, a, theta) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """``(tau_f, d tau_f/d v, d tau_f/d a, d tau_f/d theta)`` at velocities ``v`` [rad/s] and accelerations
-        ``a`` [rad/s²] (N,). Velocity-only laws: `torque` with ``d tau_f/d a = 0``."""
+        """``(tau_f, d tau_f/d v, d tau_f/d a, d tau_f/d theta)`` at velocities ``v`` [rad/s] and
+        accelerations ``a`` [rad/s²] (N,). Velocity-only laws: `torque` with ``d tau_f/d a = 0``."""
         tau, dv, dth = self.torque(v, theta)
         return tau, dv, np.zeros_like(dv), dth
 
@@ -655,13 +655,31 @@ class SoftDry(CoulombViscous):
         return np.append(super().default_physical(urdf_friction, urdf_damping), [self.velocity_scale, 0.0])
 
 
+@dataclass(frozen=True)
+class CoulombViscousLead(SoftDry):
+    """Smoothed Coulomb + viscous friction of the *predicted* velocity (issue 9, session 10)::
+
+        tau_f = fc · tanh((v + T a) / vs) + fv · v,     theta = (log fc, log fv, log vs, T)
+
+    `SoftDry` with the smooth shape: it nests `CoulombViscousScale` (T = 0, the prior mean) and lets the
+    data say whether the friction flips ahead of the velocity (T > 0: a soft stick constraint such as
+    MuJoCo's, 9.5 ms by default) or behind it (T < 0). The default law of ``friction="auto"`` when the
+    Coulomb–viscous family is chosen.
+    """
+
+    shape: str = "tanh"
+    name: ClassVar[str] = "coulomb-viscous-lead"
+
+
 _FRICTION_ALIASES = {"coulomb-viscous": CoulombViscous, "stribeck6": Stribeck6,
-                     "coulomb-viscous-scale": CoulombViscousScale, "soft-dry": SoftDry}
+                     "coulomb-viscous-scale": CoulombViscousScale, "soft-dry": SoftDry,
+                     "coulomb-viscous-lead": CoulombViscousLead}
 
 
 def friction_model(name: str, **kw) -> FrictionModel:
-    """``"coulomb-viscous"``, ``"coulomb-viscous-scale"``, ``"soft-dry"`` (kw: ``velocity_scale`` [rad/s]: the
-    fixed width / the prior mean of the estimated width) or ``"stribeck6"`` -> instance."""
+    """``"coulomb-viscous"``, ``"coulomb-viscous-scale"``, ``"coulomb-viscous-lead"``, ``"soft-dry"`` (kw:
+    ``velocity_scale`` [rad/s]: the fixed width / the prior mean of the estimated width) or ``"stribeck6"``
+    -> instance."""
     if isinstance(name, FrictionModel):
         return name
     key = str(name).strip().lower().replace("_", "-")

@@ -5,8 +5,8 @@ embeds every plot as a base64 PNG (matplotlib, Agg backend) in an ``<img id="fig
 
 * ``fig-efforts`` — measured vs model efforts per joint [N·m | N] over time [s], with the residual
   (model − measured) below each joint;
-* ``fig-friction`` — friction torque τ_f(v) per joint [N·m] vs velocity [rad/s], identified and prior,
-  the velocity range the data covered shaded;
+* ``fig-friction`` — friction torque τ_f(v) per joint [N·m] vs velocity [rad/s] (laws of v + T·a drawn
+  at a = 0), identified and prior, the velocity range the data covered shaded;
 * ``fig-parameters`` — masses [kg], Coulomb fc [N·m], viscous fv [N·m·s/rad] and armature [kg·m²]:
   identified ± std and the prior mean ± prior std;
 * ``fig-shift`` — every parameter's shift from the prior in prior stds, (estimate − prior)/prior_std,
@@ -84,6 +84,12 @@ def _friction_law(model_name: str, velocity_scale: float | None):
         def f(v, g):
             return (g[0] * (np.tanh(g[1] * v) - np.tanh(g[2] * v)) + g[3] * np.tanh(g[4] * v) + g[5] * v)
         return ("g0", "g1", "g2", "g3", "g4", "g5"), f
+    if model_name in ("coulomb-viscous-lead", "soft-dry"):  # friction of v + T·a: drawn at a = 0
+        shape = np.tanh if model_name == "coulomb-viscous-lead" else (lambda x: np.clip(x, -1.0, 1.0))
+
+        def f(v, p):
+            return p[0] * shape(v / p[2]) + p[1] * v
+        return ("fc", "fv", "vs"), f
     if model_name == "coulomb-viscous-scale":  # the velocity scale is a parameter of each joint
         def f(v, p):
             return p[0] * np.tanh(v / p[2]) + p[1] * v

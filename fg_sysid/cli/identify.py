@@ -23,7 +23,8 @@ from .outputs import write_identification
 
 METHODS = ("smoother", "ls-sg", "energy-ls")  # energy-ls: issue 12 hook
 INERTIAS = ("log-cholesky", "exponential-eigenvalue", "raw")
-FRICTIONS = ("coulomb-viscous", "coulomb-viscous-scale", "stribeck6", "auto")  # auto: issue 9 item 3
+FRICTIONS = ("coulomb-viscous", "coulomb-viscous-scale", "coulomb-viscous-lead", "soft-dry", "stribeck6",
+             "auto")  # auto: issue 9 item 3; the lead laws: issue 9 session 10
 #: --acceleration-process when not given (smoother, fixed-base open chains; issue 9 session 9, `jerk_auto`)
 ACCELERATION_PROCESS_DEFAULT = "auto"
 
@@ -121,11 +122,12 @@ def _positive(name, val, allow_none=True):
               help="Inertial parameterization of the smoother (ls-sg is always raw).")
 @click.option("--friction", type=click.Choice(FRICTIONS), default=None,
               help="Friction model. Default: auto for the smoother on fixed-base robots = coulomb-viscous-"
-                   "scale (fc·tanh(v/vs) + fv·v, vs estimated per joint, prior mean --friction-velocity-"
-                   "scale) or stribeck6, chosen by blocked cross-validation on the training log "
+                   "lead (fc·tanh((v + T·a)/vs) + fv·v: vs and the lead T [s] estimated per joint, T prior "
+                   "0) or stribeck6, chosen by blocked cross-validation on the training log "
                    "(summary.json friction_selection says which and why; docs/friction-selection.md; "
-                   "closed loops and prior-only logs: coulomb-viscous-scale); coulomb-viscous (vs fixed) "
-                   "for floating bases and the baselines.")
+                   "closed loops, --energy and prior-only logs: coulomb-viscous-scale = the same at T = 0); "
+                   "soft-dry = fc·clip((v + T·a)/vs, ±1) + fv·v, MuJoCo's frictionloss constraint exactly; "
+                   "coulomb-viscous (vs fixed) for floating bases and the baselines.")
 @click.option("--friction-velocity-scale", type=float, default=0.05, show_default=True,
               help="vs in tau_f = fc·tanh(v/vs) + fv·v [rad/s].")
 @click.option("--max-iterations", type=int, default=30, show_default=True,

@@ -77,7 +77,7 @@ from ..factors.parameter_priors import (
     total_mass_residual,
 )
 from ..layout import ParameterLayout
-from ..parameterizations import check_physical_consistency
+from ..parameterizations import check_physical_consistency, friction_model
 from ..robots import RobotModel
 from . import effort_timing, floating_loops, terms
 from .floating_baseline import manifold_sg_states
@@ -316,6 +316,9 @@ class FloatingBaseSmoother(JointSmoother):
                 f"contact.<frame> columns in the log (robot {robot.name!r})"
             )
         self.feet_ = tuple(frames)
+        if friction_model(self.friction).uses_acceleration:  # issue 9 (session 10): fixed-base arms only
+            raise EstimationError(f"friction law {self.friction!r} (friction of v + T·a) is not available "
+                                  "for floating-base robots yet: use coulomb-viscous(-scale)")
         radius = self.contact_radius
         if radius is None:
             radius = float(getattr(robot, "contact_radius", 0.0) or 0.0)

@@ -4,7 +4,10 @@
 (`CANDIDATES`: ``coulomb-viscous-scale`` and ``stribeck6``, `fg_sysid.parameterizations`) by a fast
 classical regression on the Savitzky–Golay (SG) states of the training log and keeps the more complex
 law only when its blocked cross-validation score is lower by at least `MARGIN` (relative). Only the
-training log is used; the smoother then fits the chosen law (with the full state trajectory).
+training log is used; the smoother then fits the chosen law (with the full state trajectory) — for the
+Coulomb–viscous family its lead form `LEAD_LAW` (``fc·tanh((v + T a)/vs) + fv·v``, T per joint, prior 0),
+since whether the friction flips ahead of the velocity shows only in the smoother's joint states
+(session 10: MuJoCo's soft friction constraint, docs/friction-selection.md).
 
 The regression (per law) is the classical inverse-dynamics model of `baseline.LeastSquaresSG` with the
 law's friction columns, on the SG signals of the window that `LeastSquaresSG`'s own blocked CV chose::
@@ -41,11 +44,16 @@ from ..datasets.log import Log
 from ..robots import RobotModel
 from .baseline import _prepare, _sg, nominal_parameters, stacked_regressor
 
-__all__ = ["CANDIDATES", "MARGIN", "VS_GRID", "VST_GRID", "FrictionSelection", "select_friction",
+__all__ = ["CANDIDATES", "LEAD_LAW", "MARGIN", "VS_GRID", "VST_GRID", "FrictionSelection", "select_friction",
            "stribeck_start", "fit_auto"]
 
 #: candidate laws, simplest first
 CANDIDATES = ("coulomb-viscous-scale", "stribeck6")
+#: what ``friction="auto"`` fits when the regression keeps the Coulomb–viscous family (issue 9, session 10):
+#: the same law of the predicted velocity v + T·a, T estimated per joint (`CoulombViscousLead`). The
+#: SG regression cannot see T (the stick phases are ~2 % of the samples and its states are filtered), the
+#: smoother's joint states can; T = 0 is the prior mean, so the law reduces to coulomb-viscous-scale
+LEAD_LAW = "coulomb-viscous-lead"
 #: the more complex law is chosen when its CV score is lower in every fold and on average by at least this
 #: fraction (the score includes the effort noise, so a friction improvement shows as a small fraction:
 #: 0.3-0.9 % per fold on the 20 s Z1/Panda Stribeck logs at σ = 0.01, |gain| < 0.1 % for the other truths)
@@ -54,8 +62,6 @@ MARGIN = 0.002
 VS_GRID = (0.002, 0.005, 0.01, 0.02, 0.05, 0.1)
 #: Stribeck decay velocities v_st [rad/s] tried per joint (g2 = 1/v_st), only with v_st > 2 vs
 VST_GRID = (0.03, 0.1, 0.3)
-#: soft-dry leads T [s] tried per joint (the friction's argument is v + T·a; MuJoCo's default is 9.5 ms)
-LEAD_GRID = (0.0025, 0.005, 0.01, 0.02, 0.04)
 #: smoothing window of logged velocities [s] for the friction basis (their SG, not q's derivative)
 V_WINDOW_S = 0.05
 #: ridge toward the URDF nominal (zero for friction levels) in column-scaled units, as `LeastSquaresSG`
@@ -67,15 +73,11 @@ def _joint_order(log: Log, robot: RobotModel) -> list[int]:
     return [names.index(j) for j in robot.joint_names]
 
 
-def _basis(law: str, v: np.ndarray, shape: tuple, a: np.ndarray | None = None) -> np.ndarray:
-    """(n, k) friction basis of ``law`` at velocities ``v`` (n,) [rad/s] (and accelerations ``a`` [rad/s²]
-    for ``soft-dry``) for shape parameters ``shape``."""
+def _basis(law: str, v: np.ndarray, shape: tuple) -> np.ndarray:
+    """(n, k) friction basis of ``law`` at velocities ``v`` (n,) [rad/s] for shape parameters ``shape``."""
     if law == "coulomb-viscous-scale":
         (vs,) = shape
         return np.column_stack([np.tanh(v / vs), v])
-    if law == "soft-dry":
-        vs, lead = shape
-        return np.column_stack([np.clip((v + lead * a) / vs, -1.0, 1.0), v])
     vs, vst = shape
     t1 = np.tanh(v / vs)
     return np.column_stack([t1 - np.tanh(v / vst), t1, v])
@@ -84,8 +86,6 @@ def _basis(law: str, v: np.ndarray, shape: tuple, a: np.ndarray | None = None) -
 def _shapes(law: str) -> list[tuple]:
     if law == "coulomb-viscous-scale":
         return [(vs,) for vs in VS_GRID]
-    if law == "soft-dry":
-        return [(vs, lead) for vs in VS_GRID for lead in LEAD_GRID]
     return [(vs, vst) for vs in VS_GRID for vst in VST_GRID if vst > 2 * vs]
 
 
@@ -109,18 +109,12 @@ class FrictionSelection:
     #: law -> (inertial (nb, 10), armature (nj,)) of the regression on every row
     _base: dict = field(default_factory=dict, repr=False)
 
-    def gains(self) -> dict:
-        """law -> per-fold relative CV gain ``1 − score/score_simplest`` against the first candidate."""
-        laws = list(self.fold_scores)
-        base = np.asarray(self.fold_scores[laws[0]], float)
-        return {law: [float(g) for g in 1 - np.asarray(self.fold_scores[law], float) / base]
-                for law in laws[1:]}
-
     def as_dict(self) -> dict:
         return {"chosen": self.chosen, "candidates": list(self.scores),
                 "cv_scores": {k: float(v) for k, v in self.scores.items()},
                 "cv_fold_scores": {k: [float(x) for x in v] for k, v in self.fold_scores.items()},
-                "relative_gain_per_fold": self.gains(),
+                "relative_gain_per_fold": (None if len(self.scores) < 2 else [
+                    float(1 - b / a) for a, b in zip(*self.fold_scores.values(), strict=True)]),
                 "margin": self.margin, "folds": self.folds, "sg_window_s": self.window_s,
                 "sg_polyorder": self.polyorder, "rows": self.rows,
                 "shapes": {k: {j: [float(x) for x in s] for j, s in v.items()}
@@ -132,7 +126,7 @@ class _Regression:
     """Per-segment Gram sums of the classical regression (module docstring) for one SG filter."""
 
     def __init__(self, robot: RobotModel, log: Log, window: int, polyorder: int, folds: int,
-                 max_rows: int, filtered: bool = False, states: tuple | None = None):
+                 max_rows: int, filtered: bool = False):
         prep = _prepare(log, robot)
         n_s = prep.q.shape[0]
         h = window // 2
@@ -144,11 +138,7 @@ class _Regression:
         rows = np.arange(lo, hi, stride)
         self.n_rows = rows.size
         qf = _sg(prep.q, window, polyorder, 0, prep.dt)[rows]
-        if states is not None:  # (q, v, a) at every sample, e.g. a smoother's trajectory
-            if prep.resampled:
-                raise ValueError("states given for a log on a non-uniform clock")
-            qf, vf, af = (np.asarray(x, float)[rows] for x in states)
-        elif log.v is not None and not prep.resampled and np.all(np.isfinite(log.v)):
+        if log.v is not None and not prep.resampled and np.all(np.isfinite(log.v)):
             # logged velocities: far more precise than SG derivatives of q (the friction laws differ
             # at |v| ~ 0.01-0.1 rad/s); short smoothing for v, the CV window for a = dv/dt
             v_log = np.asarray(log.v, float)[:, _joint_order(log, robot)]
@@ -165,7 +155,6 @@ class _Regression:
         base_cols = np.r_[np.arange(nb10), nb10 + 2 * nj + np.arange(nj)]  # inertial + armature
         Y = np.ascontiguousarray(R[:, :, base_cols].transpose(1, 0, 2))  # (m, n, nbase)
         self.v = np.ascontiguousarray(vf[:, meas].T)  # (m, n)
-        self.a = np.ascontiguousarray(af[:, meas].T)  # (m, n): the soft-dry law's lead term
         # fitted and scored efforts (m, n): the raw effort is scored; it is also fitted unless
         # filtered=True (a filtered effort loses the narrow friction features the laws differ by)
         b = ((tauf if filtered else prep.tau[rows]).T, prep.tau[rows].T)
@@ -210,7 +199,7 @@ class _Regression:
 
     def friction_blocks(self, law: str, j: int, shape: tuple):
         """Per-segment Gram blocks of joint j's friction columns: YF (S, nbase, k), FF (S, k, k), Fb, Fr."""
-        F = _basis(law, self.v[j], shape, self.a[j]) * self.ok[j][:, None]
+        F = _basis(law, self.v[j], shape) * self.ok[j][:, None]
         Y = self.Y[j]
         out = []
         for r in self.seg_rows:
@@ -261,7 +250,7 @@ class _Regression:
 def _fit_law(reg: _Regression, law: str, sweeps: int = 2):
     """Coordinate descent over the joints' shapes on the CV score. Returns (score, folds, shapes, blocks)."""
     grid = _shapes(law)
-    start = {"coulomb-viscous-scale": (0.05,), "soft-dry": (0.01, 0.01)}.get(law, (0.01, 0.1))
+    start = (0.05,) if law == "coulomb-viscous-scale" else (0.01, 0.1)
     shapes = [start] * reg.m
     cache = {}
 
@@ -290,8 +279,7 @@ def _fit_law(reg: _Regression, law: str, sweeps: int = 2):
 
 def select_friction(robot: RobotModel, log: Log, window_s: float, polyorder: int, folds: int = 5,
                     margin: float = MARGIN, max_rows: int = 8000, candidates=CANDIDATES,
-                    max_window_s: float | None = None, filtered: bool = False,
-                    states: tuple | None = None) -> FrictionSelection:
+                    max_window_s: float | None = None, filtered: bool = False) -> FrictionSelection:
     """Choose the friction law of ``robot`` on the training ``log`` by blocked CV (module docstring).
 
     ``window_s`` [s] / ``polyorder``: the SG filter (e.g. `LeastSquaresSG`'s CV choice on this log).
@@ -303,7 +291,7 @@ def select_friction(robot: RobotModel, log: Log, window_s: float, polyorder: int
     if max_window_s is not None:
         window_s = min(window_s, max_window_s)
     window = max(int(round(window_s / dt)) // 2 * 2 + 1, polyorder + 2 | 1)
-    reg = _Regression(robot, log, window, int(polyorder), int(folds), int(max_rows), filtered, states)
+    reg = _Regression(robot, log, window, int(polyorder), int(folds), int(max_rows), filtered)
     names = [robot.joint_names[i] for i in reg.meas]
     scores, fold_scores, shapes, levels, base = {}, {}, {}, {}, {}
     nb10 = 10 * robot.n_bodies
@@ -314,22 +302,19 @@ def select_friction(robot: RobotModel, log: Log, window_s: float, polyorder: int
         shapes[law] = dict(zip(names, sh, strict=True))
         levels[law] = dict(zip(names, xf, strict=True))
         base[law] = (xb[:nb10].reshape(robot.n_bodies, 10), xb[nb10:])
-    simple = candidates[0]
+    simple, complex_ = candidates[0], candidates[-1]
     chosen, reason = simple, f"only {simple} scored"
+    if len(candidates) > 1:
+        gains = 1 - np.asarray(fold_scores[complex_]) / np.asarray(fold_scores[simple])
+        pays = bool(gains.mean() >= margin and gains.min() > 0)
+        chosen = complex_ if pays else simple
+        reason = (f"{complex_} lowers the blocked-CV score by {100 * gains.mean():+.3f} % on average "
+                  f"(folds {100 * gains.min():+.3f} … {100 * gains.max():+.3f} %) against {simple}: "
+                  + ("pays" if pays else "does not pay")
+                  + f" (rule: mean >= {100 * margin:g} % and every fold lower)")
     sel = FrictionSelection(chosen, scores, fold_scores, shapes, levels, margin, int(folds),
                             float(window * dt), int(polyorder), reg.n_rows, time.perf_counter() - t0,
                             time.process_time() - c0, reason)
-    if len(candidates) > 1:  # a richer law only where it pays in every fold; the best of those that pay
-        parts, paying = [], []
-        for law, g in sel.gains().items():
-            g = np.asarray(g)
-            pays = bool(g.mean() >= margin and g.min() > 0)
-            paying += [law] if pays else []
-            parts.append(f"{law} {100 * g.mean():+.3f} % (folds {100 * g.min():+.3f} … {100 * g.max():+.3f} %"
-                         f"): {'pays' if pays else 'does not pay'}")
-        sel.chosen = min(paying, key=scores.get) if paying else simple
-        sel.reason = (f"blocked-CV gain against {simple}: " + "; ".join(parts)
-                      + f" (rule: mean >= {100 * margin:g} % and every fold lower; the best paying law)")
     sel._base = base
     return sel
 
@@ -397,7 +382,16 @@ def fit_auto(smoother, log: Log):
         except ValueError as e:
             reason = f"selection unavailable ({e})"
     chosen = sel.chosen if sel is not None else CANDIDATES[0]
-    smoother._log(f"friction auto: {chosen} ({sel.reason if sel is not None else reason})")
+    if sel is not None:
+        reason = sel.reason
+        if chosen == CANDIDATES[0]:  # the Coulomb–viscous family: the smoother also estimates the lead
+            if smoother.energy:
+                reason += "; energy rows need a velocity-only law: no lead"
+            else:
+                chosen = LEAD_LAW
+                reason += (f"; the smoother fits {LEAD_LAW} (friction of v + T·a with the lead T per joint, "
+                           "prior 0: the data say whether the friction flips ahead of the velocity)")
+    smoother._log(f"friction auto: {chosen} ({reason})")
     smoother.friction_selection_ = sel
     smoother._ls_result = ls  # reused by `JointSmoother._fit` (no second classical fit)
     smoother.friction = chosen
@@ -406,6 +400,8 @@ def fit_auto(smoother, log: Log):
     finally:
         smoother.friction = "auto"
         smoother._ls_result = None
-    info = sel.as_dict() if sel is not None else {"chosen": chosen, "reason": reason}
+    info = {**(sel.as_dict() if sel is not None else {}), "chosen": chosen, "reason": reason}
+    if sel is not None:
+        info["regression_choice"] = sel.chosen
     smoother.result_.extras["friction_selection"] = info
     return smoother

@@ -40,6 +40,9 @@ from .process_noise import process_velocity_std
 from .result import IdentificationResult
 from .solver import EstimationError, LevenbergMarquardt, SolverOptions
 
+#: laws started from the classical fit's (fc, fv) with their shape parameters (vs; the lead T) at the prior
+LEAD_OR_SCALE = ("coulomb-viscous-scale", "coulomb-viscous-lead", "soft-dry")
+
 __all__ = ["EstimationError", "JointSmoother", "NoiseLevels"]
 
 
@@ -245,6 +248,13 @@ class JointSmoother:
         self.layout_ = layout = ParameterLayout.create(
             robot, self.inertia, self.friction, self.friction_velocity_scale,
             fit_friction=self.fit_friction, fit_armature=self.fit_armature, actuation=self.fit_actuation)
+        if layout.friction.uses_acceleration:  # issue 9 (session 10): friction of v + T·a
+            why = ("energy observations (the friction power would need the knot accelerations)" if self.energy
+                   else "the forward-dynamics formulation (its a_fd assumes friction independent of a)"
+                   if self.dynamics == "forward" else "closed loops (not validated)" if robot.loops else None)
+            if why:
+                raise EstimationError(f"friction law {layout.friction.name!r} depends on the acceleration "
+                                      f"and cannot be combined with {why}: use coulomb-viscous-scale")
         if self.energy and layout.n_actuation:  # issue 9 item 2
             raise EstimationError("energy observations and the actuation model cannot be combined yet (the "
                                   "measured input work would need the gains and offsets)")
@@ -285,7 +295,7 @@ class JointSmoother:
                                     fit_armature=self.fit_armature, blas_threads=None).fit(log, robot).result_
                 window_s, order = float(ls.filter["window_s"]), int(ls.filter["polyorder"])
                 ls_rms = dict(zip(ls.measured_joints, ls.residual_rms, strict=True))
-                if self.friction in ("coulomb-viscous", "coulomb-viscous-scale", "soft-dry", "soft-dry-tanh"):
+                if self.friction in ("coulomb-viscous", *LEAD_OR_SCALE):
                     p_init = self._from_baseline_layout(ls.estimate)
                 if self.friction == "stribeck6":  # issue 9 item 3: start from the Stribeck regression
                     from .friction_select import stribeck_start
@@ -432,7 +442,7 @@ class JointSmoother:
         p = np.asarray(p, float)
         robot = self.robot
         nb10, nj = 10 * robot.n_bodies, robot.n_joints
-        if self.friction not in ("coulomb-viscous-scale", "soft-dry", "soft-dry-tanh") or p.size == self.layout_.n or \
+        if self.friction not in LEAD_OR_SCALE or p.size == self.layout_.n or \
                 p.size != nb10 + 3 * nj:  # the baseline always carries every armature
             return p
         shape = self.layout_.friction.default_physical(1.0, 1.0)[2:]  # vs (and the soft-dry lead T)

@@ -327,8 +327,8 @@ class EnergyResidual(LayoutModel):
         dv = np.zeros((n, v.shape[1]))
         dth = np.zeros((n, L.nj * L.kf))
         if L.friction.uses_acceleration:
-            raise ValueError(f"energy observations need a velocity-only friction law, not {L.friction.name!r} "
-                             "(its friction depends on the acceleration)")
+            raise ValueError("energy observations need a velocity-only friction law, not "
+                             f"{L.friction.name!r} (its friction depends on the acceleration)")
         for j in range(L.nj):
             vj = v[:, self.iv[j]]
             tf, dtf_dv, dtf_dth = L.friction.torque(vj, self.tf[j])
