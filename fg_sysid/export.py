@@ -4,13 +4,29 @@ Used by ``fg-sysid export`` (see docs/export.md).
 
 * `identified_parameters` — the identified robot and its parameters, from an identify output's
   ``model.json``: inertial (n_bodies, 10) in Pinocchio's dynamic-parameter order about each joint frame,
-  Coulomb ``fc`` [N·m | N] and viscous ``fv`` [N·m·s/rad | N·s/m] per joint, armature [kg·m² | kg].
+  Coulomb ``fc`` [N·m | N] and viscous ``fv`` [N·m·s/rad | N·s/m] per joint, armature [kg·m² | kg]; for
+  the lead laws (``soft-dry``, ``coulomb-viscous-lead``) also the per-joint width ``vs`` and lead ``T``.
 * `export_urdf` — rewrites the robot's own URDF (parsed with yourdfpy, edited through its model
   objects, serialized by yourdfpy) with the identified ``<inertial>`` of every link that carries an
   identified body and ``<dynamics damping="fv" friction="fc">`` on every identified joint.
 * `export_mjcf` — `fg_sysid.datasets.mujoco_sim.build_mujoco_spec` with the identified parameters,
   written by ``MjSpec.to_xml()``: body inertias, joint ``armature``, ``frictionloss`` = fc, ``damping``
-  = fv (floating bases also get the foot spheres, the floor and the IMU site).
+  = fv (floating bases also get the foot spheres, the floor and the IMU site); lead laws also set the
+  joint's ``solreffriction`` / ``solimpfriction`` (`lead_friction_solref_solimp`, below).
+
+Lead laws in MuJoCo. MuJoCo's joint friction loss is a soft constraint whose force in inverse dynamics
+is ``fc·clip((a + b·v)/(R·fc), −1, 1)`` with ``b = 2/(dmax·timeconst)`` (solref = (timeconst, 1)) and
+``R = (1 − d)/d · dof_invweight0`` (d the impedance: solimp[0] for a friction row). That is the
+``soft-dry`` law ``fc·clip((v + T·a)/vs, −1, 1)`` with ``T = 1/b`` and ``vs = R·fc·T``. The export uses a
+constant impedance ``solimp = (d, d, 0.001, 0.5, 2)`` (dmin = dmax: d exact) with
+``d = w/(w + R)``, ``R = vs/(fc·T)``, ``w`` = the compiled model's ``dof_invweight0`` (it depends on the
+inertias and armature, not on solimp), and ``solref = (2·T/d, 1)``: MuJoCo then reproduces the
+soft-dry law exactly (to round-off). A joint with ``T ≤ 0``, with d outside MuJoCo's impedance range
+[mjMINIMP, mjMAXIMP] = [0.0001, 0.9999], or with ``2·T/d`` below MuJoCo's minimum time constant
+(2·timestep, unless the refsafe flag is disabled) keeps MuJoCo's default solref/solimp and a warning
+names it and why. ``coulomb-viscous-lead`` (``fc·tanh((v + T·a)/vs)``) gets the same mapping: MuJoCo
+then has the clip of the same width, an approximation (the two differ by at most ``fc·(1 − tanh 1)`` ≈
+0.24·fc, at the band edge |v + T·a| = vs, and agree for |v + T·a| ≫ vs).
 
 Which URDF link carries a Pinocchio body's inertia. A Pinocchio body (joint ``j``) is the union of the
 joint's child link ``L`` (``RobotModel.body_names[j-1]``), the links attached below it by fixed joints,
@@ -34,7 +50,8 @@ Not representable: URDF has no rotor armature (it is in the MJCF and in ``parame
 is ``fc·tanh(v/vs) + fv·v`` in the estimator, a dry Coulomb ``friction`` + viscous ``damping`` in URDF
 and a constraint-based dry ``frictionloss`` + ``damping`` in MuJoCo (they agree for |v| ≫ vs); a
 ``stribeck6`` model is exported as its Coulomb level ``g3`` and viscous ``g5`` (the stiction excess
-``g0`` is dropped).
+``g0`` is dropped); the lead laws' ``vs`` and ``T`` have no URDF counterpart (friction = fc, damping =
+fv).
 """
 
 from __future__ import annotations
@@ -53,6 +70,9 @@ from .robots import RobotModel
 #: Relative tolerance of the physical-consistency check of the remainder written onto a carrier link.
 CONSISTENCY_TOL = 1e-9
 
+#: Friction laws of the predicted velocity v + T·a whose MJCF export sets solreffriction/solimpfriction.
+LEAD_LAWS = ("soft-dry", "coulomb-viscous-lead")
+
 
 class ExportError(ValueError):
     """The model cannot be exported (the message names the culprit)."""
@@ -67,10 +87,14 @@ class IdentifiedParameters:
         inertial: (n_bodies, 10) Pinocchio dynamic parameters (m, m·c, I about the joint frame) [SI].
         fc, fv: per joint Coulomb level [N·m | N] and viscous coefficient [N·m·s/rad | N·s/m].
         armature: per joint rotor armature [kg·m² | kg].
-        friction_model: the estimator's friction model name (``coulomb-viscous`` or ``stribeck6``).
-        velocity_scale: tanh width vs [rad/s] of the estimator's Coulomb term (None for stribeck6).
+        friction_model: the estimator's friction model name (``coulomb-viscous``,
+            ``coulomb-viscous-scale``, ``stribeck6``, ``soft-dry`` or ``coulomb-viscous-lead``).
+        velocity_scale: tanh width vs [rad/s] of the estimator's Coulomb term, ``coulomb-viscous`` only
+            (None otherwise).
         effort_gain, effort_offset: per joint effort-sensor gain [1] and offset [N·m | N] (logged effort =
             gain·τ + offset; issue 9 item 2), None when the model has no actuation block.
+        vs, lead: per joint stick-band width vs [rad/s | m/s] and lead T [s] of the lead laws
+            (``soft-dry``, ``coulomb-viscous-lead``: fc·s((v + T·a)/vs) + fv·v); None for other laws.
     """
 
     robot: RobotModel
@@ -82,6 +106,8 @@ class IdentifiedParameters:
     velocity_scale: float | None
     effort_gain: np.ndarray | None = None
     effort_offset: np.ndarray | None = None
+    vs: np.ndarray | None = None
+    lead: np.ndarray | None = None
 
 
 def identified_parameters(spec: dict, robot: RobotModel | None = None) -> IdentifiedParameters:
@@ -89,6 +115,7 @@ def identified_parameters(spec: dict, robot: RobotModel | None = None) -> Identi
 
     ``robot`` defaults to `fg_sysid.validation.robot_from_model` (RobotError when its source is gone).
     A ``stribeck6`` model maps to fc = g3 (Coulomb level), fv = g5 (viscous); the stiction peak is dropped.
+    The lead laws (``soft-dry``, ``coulomb-viscous-lead``) also carry ``vs`` and ``lead`` per joint.
     """
     from .validation import robot_from_model
 
@@ -109,15 +136,21 @@ def identified_parameters(spec: dict, robot: RobotModel | None = None) -> Identi
                          for b in range(robot.n_bodies)]).reshape(robot.n_bodies, 10)
     fmodel = lay.get("friction_model", "coulomb-viscous")
     keys = {"coulomb-viscous": ("fc", "fv"), "coulomb-viscous-scale": ("fc", "fv"),
-            "stribeck6": ("g3", "g5")}.get(fmodel)
+            "stribeck6": ("g3", "g5"), "soft-dry": ("fc", "fv"),
+            "coulomb-viscous-lead": ("fc", "fv")}.get(fmodel)
     if keys is None:
-        raise ExportError(f"friction model {fmodel!r} cannot be exported "
-                          "(coulomb-viscous, coulomb-viscous-scale or stribeck6)")
+        raise ExportError(f"friction model {fmodel!r} cannot be exported (coulomb-viscous, "
+                          "coulomb-viscous-scale, stribeck6, soft-dry or coulomb-viscous-lead)")
     fc = np.array([get(f"{j}.{keys[0]}") for j in robot.joint_names])
     fv = np.array([get(f"{j}.{keys[1]}") for j in robot.joint_names])
     arm = np.array([get(f"{j}.armature") if f"{j}.armature" in phys else 0.0 for j in robot.joint_names])
-    for what, arr in (("inertial", inertial), ("fc", fc), ("fv", fv), ("armature", arm)):
-        if not np.all(np.isfinite(arr)):
+    widths = leads = None
+    if fmodel in LEAD_LAWS:
+        widths = np.array([get(f"{j}.vs") for j in robot.joint_names])
+        leads = np.array([get(f"{j}.lead") for j in robot.joint_names])
+    for what, arr in (("inertial", inertial), ("fc", fc), ("fv", fv), ("armature", arm), ("vs", widths),
+                      ("lead", leads)):
+        if arr is not None and not np.all(np.isfinite(arr)):
             raise ExportError(f"model.json has non-finite {what} values")
     vs = lay.get("friction_velocity_scale") if fmodel == "coulomb-viscous" else None
     gain = offset = None
@@ -125,7 +158,7 @@ def identified_parameters(spec: dict, robot: RobotModel | None = None) -> Identi
         gain = np.array([get(f"{j}.effort_gain") for j in robot.joint_names])
         offset = np.array([get(f"{j}.effort_offset") for j in robot.joint_names])
     return IdentifiedParameters(robot, inertial, fc, fv, arm, fmodel, None if vs is None else float(vs),
-                                gain, offset)
+                                gain, offset, widths, leads)
 
 
 def physical_problems(params: IdentifiedParameters) -> list[str]:
@@ -291,10 +324,74 @@ def mjcf_spec(params: IdentifiedParameters):
         spec = build_mujoco_spec(robot, params.inertial, (params.fc, params.fv), params.armature, **kw)
         if params.effort_gain is not None:  # issue 9 item 2
             calibrate_actuators(spec, robot.joint_names, params.effort_gain, params.effort_offset)
-        spec.compile()
+        mj_model = spec.compile()
+        if params.lead is not None:  # soft-dry / coulomb-viscous-lead: the friction loss's solref/solimp
+            set_lead_friction(spec, mj_model, params)
+            spec.compile()
     except (MujocoSimError, ValueError) as e:
         raise ExportError(f"MuJoCo rejects the identified model of {robot.name!r}: {e}") from None
     return spec
+
+
+def lead_friction_solref_solimp(fc: float, vs: float, lead: float, invweight0: float, timestep: float,
+                                refsafe: bool = True):
+    """MuJoCo joint friction-loss parameters that make ``frictionloss = fc`` the law fc·clip((v + T·a)/vs).
+
+    MuJoCo's friction-loss force is ``fc·clip((a + b·v)/(R·fc), ±1)`` with ``b = 2/(dmax·timeconst)`` and
+    ``R = (1 − d)/d · invweight0``: with the constant impedance d (dmin = dmax = d, so d is exact for any
+    violation), ``R = vs/(fc·T)`` gives ``d = invweight0/(invweight0 + R)`` and ``b = 1/T`` gives
+    ``timeconst = 2·T/d``.
+
+    Args: fc [N·m | N] (> 0), vs [rad/s | m/s], lead T [s], invweight0 the compiled model's
+    ``dof_invweight0`` of the joint's dof, timestep [s] and refsafe (MuJoCo raises timeconst to at least
+    2·timestep unless ``mjDSBL_REFSAFE`` is set).
+    Returns: ``(solref, solimp, None)`` (2- and 5-vectors) or ``(None, None, reason)`` when MuJoCo cannot
+    represent the law (T ≤ 0, vs ≤ 0, d outside [mjMINIMP, mjMAXIMP], timeconst below the minimum).
+    """
+    import mujoco
+
+    fc, vs, lead, w = float(fc), float(vs), float(lead), float(invweight0)
+    if not lead > 0:
+        return None, None, (f"lead T = {lead:.6g} s <= 0: MuJoCo's friction loss always leads the "
+                            "velocity (T = dmax·timeconst/2 > 0)")
+    if not (vs > 0 and fc > 0 and w > 0):
+        return None, None, f"vs = {vs:.6g}, fc = {fc:.6g}, dof_invweight0 = {w:.6g} must be > 0"
+    R = vs / (fc * lead)
+    d = w / (w + R)
+    if not mujoco.mjMINIMP <= d <= mujoco.mjMAXIMP:
+        return None, None, (f"the stick band needs impedance d = {d:.6g} outside MuJoCo's "
+                            f"[{mujoco.mjMINIMP:g}, {mujoco.mjMAXIMP:g}] (R = vs/(fc·T) = {R:.6g}, "
+                            f"dof_invweight0 = {w:.6g})")
+    timeconst = 2.0 * lead / d
+    if refsafe and timeconst < 2.0 * timestep:
+        return None, None, (f"the lead needs timeconst 2·T/d = {timeconst:.6g} s, below MuJoCo's minimum "
+                            f"2·timestep = {2.0 * timestep:.6g} s (refsafe)")
+    return np.array([timeconst, 1.0]), np.array([d, d, 0.001, 0.5, 2.0]), None
+
+
+def set_lead_friction(spec, mj_model, params: IdentifiedParameters) -> None:
+    """Set each joint's ``solref_friction`` / ``solimp_friction`` in ``spec`` from the lead law
+    (`lead_friction_solref_solimp`, ``dof_invweight0`` of the compiled ``mj_model``). A joint MuJoCo cannot
+    represent keeps MuJoCo's defaults, with a warning naming it and why; joints with fc = 0 have no
+    friction-loss constraint and are left alone."""
+    import mujoco
+
+    joints = {j.name: j for j in spec.joints}
+    timestep = float(spec.option.timestep)
+    refsafe = not (spec.option.disableflags & int(mujoco.mjtDisableBit.mjDSBL_REFSAFE))
+    for i, name in enumerate(params.robot.joint_names):
+        if params.fc[i] == 0:
+            continue
+        w = mj_model.dof_invweight0[mj_model.joint(name).dofadr[0]]
+        solref, solimp, why = lead_friction_solref_solimp(params.fc[i], params.vs[i], params.lead[i], w,
+                                                          timestep, refsafe)
+        if why is not None:
+            warnings.warn(f"export: joint {name!r}: the {params.friction_model} friction law cannot be a "
+                          f"MuJoCo friction loss ({why}); keeping MuJoCo's default solreffriction/"
+                          "solimpfriction for it", stacklevel=3)
+            continue
+        joints[name].solref_friction = solref
+        joints[name].solimp_friction = solimp
 
 
 def calibrate_actuators(spec, joint_names, gain, offset) -> None:
@@ -328,11 +425,15 @@ def full_precision_xml(spec, xml: str) -> str:
     frame (``quat`` + ``diaginertia``, both rounded), which alone moves inverse dynamics by ~1e-6
     relative. This re-sets, from the `mujoco.MjSpec` values and by element name, each body's ``pos``
     and ``quat``, its ``<inertial>`` (``pos``, ``mass``, ``fullinertia`` [kg·m², about the COM, body
-    axes]) and each joint's ``axis``, ``armature``, ``damping`` and ``frictionloss``. The XML tree is
-    MuJoCo's own output, parsed and edited with `xml.etree.ElementTree` (no template).
+    axes]) and each joint's ``axis``, ``armature``, ``damping`` and ``frictionloss``, and its
+    ``solreffriction`` / ``solimpfriction`` when they differ from MuJoCo's defaults (lead laws). The XML
+    tree is MuJoCo's own output, parsed and edited with `xml.etree.ElementTree` (no template).
     """
     import xml.etree.ElementTree as ET
 
+    import mujoco
+
+    default = mujoco.MjSpec().worldbody.add_body().add_joint()  # MuJoCo's default joint
     root = ET.fromstring(xml)
     bodies = {b.name: b for b in spec.bodies if b.name}
     joints = {j.name: j for j in spec.joints if j.name}
@@ -358,6 +459,10 @@ def full_precision_xml(spec, xml: str) -> str:
         el.set("armature", _num(j.armature))
         el.set("damping", _num(j.damping[0]))
         el.set("frictionloss", _num(j.frictionloss))
+        if (np.any(j.solref_friction != default.solref_friction)
+                or np.any(j.solimp_friction != default.solimp_friction)):
+            el.set("solreffriction", _num(j.solref_friction))
+            el.set("solimpfriction", _num(j.solimp_friction))
     ET.indent(root, space="  ")
     return ET.tostring(root, encoding="unicode") + "\n"
 
@@ -426,5 +531,6 @@ def track_log(mj_model, joint_names, t, q_ref, v_ref, tau_ff, bandwidth_hz: floa
             "rms_overall": float(np.sqrt(np.mean(err ** 2)))}
 
 
-__all__ = ["ExportError", "IdentifiedParameters", "export_mjcf", "export_urdf", "identified_parameters",
-           "is_consistent", "mjcf_spec", "physical_problems", "track_log", "urdf_inertials"]
+__all__ = ["LEAD_LAWS", "ExportError", "IdentifiedParameters", "export_mjcf", "export_urdf",
+           "identified_parameters", "is_consistent", "lead_friction_solref_solimp", "mjcf_spec",
+           "physical_problems", "set_lead_friction", "track_log", "urdf_inertials"]

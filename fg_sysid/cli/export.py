@@ -32,6 +32,9 @@ def export_cmd(model_dir, urdf_out, mjcf_out):
     --mjcf FILE  a MuJoCo model of the identified robot (one body per moving joint, joints locked
                  for identification are rigid): body inertias, joint armature, frictionloss = fc,
                  damping = fv, one motor per joint; floating bases add foot spheres, floor, IMU.
+                 soft-dry / coulomb-viscous-lead models also get per-joint solreffriction and
+                 solimpfriction so that MuJoCo's friction loss is fc·clip((v + T·a)/vs) (exact for
+                 soft-dry, the clip of the same width for the tanh law; docs/export.md).
 
     The estimator's friction is fc·tanh(v/vs) + fv·v; URDF and MuJoCo have dry Coulomb friction and
     viscous damping (equal for |v| >> vs). Both files are written atomically, or none on error.
@@ -73,5 +76,6 @@ def export_cmd(model_dir, urdf_out, mjcf_out):
         click.echo("  armature is not part of URDF: " + ", ".join(
             f"{j}={a:.4g}" for j, a in zip(robot.joint_names, params.armature, strict=True)))
     if mjcf_out is not None:
+        lead = ", solreffriction/solimpfriction from vs and T" if params.lead is not None else ""
         click.echo(f"wrote {mjcf_out}: {robot.name}, {robot.n_bodies} bodies, {robot.n_joints} joints "
-                   "(armature, frictionloss = fc, damping = fv)")
+                   f"(armature, frictionloss = fc, damping = fv{lead})")
