@@ -36,7 +36,7 @@ from fg_sysid.cli import main
 from fg_sysid.datasets.io import write_log
 from fg_sysid.datasets.mujoco_sim import build_mujoco_spec
 from fg_sysid.datasets.simulate import simulate, truth_arrays
-from fg_sysid.export import identified_parameters, track_log
+from fg_sysid.export import dry_friction_shape, identified_parameters, track_log
 from fg_sysid.robots import RobotModel, load_robot
 from fg_sysid.validation import load_model, predict_efforts
 
@@ -54,9 +54,9 @@ def roundtrip(spec, params, urdf, mjcf) -> tuple[float, float]:
     ref = predict_efforts(spec, robot, q, v, a)
     exp = RobotModel.from_urdf(urdf, locked_joints=spec["robot"]["locked_joints"])
     d = exp.model.createData()
-    vs = spec["layout"]["friction_velocity_scale"]
+    shape = dry_friction_shape(spec, robot.joint_names, v, a)  # the model's own law (v + T·a for lead laws)
     tau_u = np.array([pin.rnea(exp.model, d, q[k], v[k], a[k]) for k in range(q.shape[0])])
-    tau_u += params.armature * a + exp.urdf_friction * np.tanh(v / vs) + exp.urdf_damping * v
+    tau_u += params.armature * a + exp.urdf_friction * shape + exp.urdf_damping * v
     err_u = float(np.linalg.norm(tau_u - ref) / np.linalg.norm(ref))
     if mjcf is None:
         return err_u, float("nan")
@@ -70,7 +70,7 @@ def roundtrip(spec, params, urdf, mjcf) -> tuple[float, float]:
         md.qpos[qa], md.qvel[da], md.qacc[da] = q[k], v[k], a[k]
         mujoco.mj_inverse(m, md)
         tau_m[k] = md.qfrc_inverse[da]
-    ref_m = ref - params.fc * np.tanh(v / vs)
+    ref_m = ref - params.fc * shape
     return err_u, float(np.linalg.norm(tau_m - ref_m) / np.linalg.norm(ref_m))
 
 

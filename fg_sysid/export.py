@@ -161,6 +161,20 @@ def identified_parameters(spec: dict, robot: RobotModel | None = None) -> Identi
                                 gain, offset, widths, leads)
 
 
+def dry_friction_shape(spec: dict, joints, v: np.ndarray, a: np.ndarray) -> np.ndarray:
+    """The shape s of a ``model.json`` model's dry-friction term fc·s, per joint, at velocities ``v`` and
+    accelerations ``a`` (N, n_joints): tanh(v/vs) (coulomb-viscous: vs fixed or estimated per joint),
+    tanh((v + T·a)/vs) (coulomb-viscous-lead) or clip((v + T·a)/vs, ±1) (soft-dry). Stribeck models are
+    not of this form (ExportError)."""
+    lay, phys = spec["layout"], spec["physical"]
+    if lay.get("friction_model") == "stribeck6":
+        raise ExportError("a stribeck6 model has no single dry-friction shape")
+    vs = np.array([phys.get(f"{j}.vs", lay.get("friction_velocity_scale") or 0.05) for j in joints], float)
+    lead = np.array([phys.get(f"{j}.lead", 0.0) for j in joints], float)
+    u = (np.asarray(v, float) + lead * np.asarray(a, float)) / vs
+    return np.clip(u, -1.0, 1.0) if lay.get("friction_model") == "soft-dry" else np.tanh(u)
+
+
 def physical_problems(params: IdentifiedParameters) -> list[str]:
     """What a simulator would reject: bodies whose inertia is not physically consistent (`is_consistent`)
     and joints with negative fc, fv or armature (an unconstrained ``ls-sg`` estimate can have both).
@@ -531,6 +545,6 @@ def track_log(mj_model, joint_names, t, q_ref, v_ref, tau_ff, bandwidth_hz: floa
             "rms_overall": float(np.sqrt(np.mean(err ** 2)))}
 
 
-__all__ = ["LEAD_LAWS", "ExportError", "IdentifiedParameters", "export_mjcf", "export_urdf",
-           "identified_parameters", "is_consistent", "lead_friction_solref_solimp", "mjcf_spec",
+__all__ = ["LEAD_LAWS", "ExportError", "IdentifiedParameters", "dry_friction_shape", "export_mjcf",
+           "export_urdf", "identified_parameters", "is_consistent", "lead_friction_solref_solimp", "mjcf_spec",
            "physical_problems", "set_lead_friction", "track_log", "urdf_inertials"]

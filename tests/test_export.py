@@ -23,6 +23,7 @@ from fg_sysid.datasets.mujoco_sim import build_mujoco_spec
 from fg_sysid.datasets.simulate import simulate, truth_arrays
 from fg_sysid.export import (
     ExportError,
+    dry_friction_shape,
     export_mjcf,
     export_urdf,
     identified_parameters,
@@ -70,17 +71,6 @@ def _rel(x, ref):
     return float(np.linalg.norm(x - ref) / np.linalg.norm(ref))
 
 
-def _dry_shape(spec, joints, v, a):
-    """The shape s of the model's dry-friction term fc·s per joint: tanh(v/vs) (coulomb-viscous, width
-    fixed or estimated per joint), tanh((v + T·a)/vs) (coulomb-viscous-lead) or clip((v + T·a)/vs, ±1)
-    (soft-dry)."""
-    phys = spec["physical"]
-    vs = np.array([phys.get(f"{j}.vs", spec["layout"]["friction_velocity_scale"]) for j in joints], float)
-    lead = np.array([phys.get(f"{j}.lead", 0.0) for j in joints], float)
-    u = (v + lead * a) / vs
-    return np.clip(u, -1.0, 1.0) if spec["layout"]["friction_model"] == "soft-dry" else np.tanh(u)
-
-
 def _urdf_efforts(urdf, spec, q, v, a):
     """Efforts of an exported URDF loaded by Pinocchio (same joints locked) + the model's armature and
     the estimator's friction law with the URDF's <dynamics friction damping>."""
@@ -91,7 +81,7 @@ def _urdf_efforts(urdf, spec, q, v, a):
     out = np.empty_like(q)
     for k in range(q.shape[0]):
         out[k] = pin.rnea(exp.model, data, q[k], v[k], a[k])
-    shape = _dry_shape(spec, exp.joint_names, v, a)
+    shape = dry_friction_shape(spec, exp.joint_names, v, a)
     return out + arm * a + exp.urdf_friction * shape + exp.urdf_damping * v, exp
 
 
@@ -198,7 +188,8 @@ def test_mjcf_roundtrip_reproduces_identified_inverse_dynamics(fit, tmp_path):
         d.qpos[qadr], d.qvel[dadr], d.qacc[dadr] = q[k], v[k], a[k]
         mujoco.mj_inverse(m, d)
         got[k] = d.qfrc_inverse[dadr]  # M(q) a (armature included) + bias + damping·v
-    ref = predict_efforts(spec, robot, q, v, a) - params.fc * _dry_shape(spec, robot.joint_names, v, a)
+    dry = params.fc * dry_friction_shape(spec, robot.joint_names, v, a)
+    ref = predict_efforts(spec, robot, q, v, a) - dry
     assert _rel(got, ref) < REL_TOL  # Coulomb checked above
 
 
