@@ -546,5 +546,5 @@ def track_log(mj_model, joint_names, t, q_ref, v_ref, tau_ff, bandwidth_hz: floa
 
 
 __all__ = ["LEAD_LAWS", "ExportError", "IdentifiedParameters", "dry_friction_shape", "export_mjcf",
-           "export_urdf", "identified_parameters", "is_consistent", "lead_friction_solref_solimp", "mjcf_spec",
-           "physical_problems", "set_lead_friction", "track_log", "urdf_inertials"]
+           "export_urdf", "identified_parameters", "is_consistent", "lead_friction_solref_solimp",
+           "mjcf_spec", "physical_problems", "set_lead_friction", "track_log", "urdf_inertials"]
