@@ -38,6 +38,8 @@ METHODS = {
     "smoother-lead": ("smoother", {"friction": "coulomb-viscous-lead"}),  # issue 9 s10: friction of v + T·a
     # = fg-sysid identify with every default (friction auto, acceleration_process auto, log-Cholesky)
     "default": ("smoother", {"friction": "auto", "acceleration_process": "auto"}),
+    # the default before session 10 where auto keeps the Coulomb–viscous family (no lead T)
+    "default-nolead": ("smoother", {"friction": "coulomb-viscous-scale", "acceleration_process": "auto"}),
     "smoother-cvs": ("smoother", {"friction": "coulomb-viscous-scale"}),  # the default before friction="auto"
 
     # issue 9, session 7 (TIAGo): the defaults before it, one at a time, and the robust/offset options
