@@ -75,6 +75,32 @@ def test_auto_turns_the_rows_on_for_a_noisy_log_and_it_pays():
     np.testing.assert_allclose(sm.acceleration_auto_first_.theta, plain.result_.theta, rtol=1e-10, atol=1e-12)
 
 
+def test_auto_lead_law_is_dropped_where_the_rows_fire():
+    """friction="auto" fits the lead law (friction of v + T·a); where the accelerations absorbed the noise
+    the refit with the rows keeps T = 0 (coulomb-viscous-scale, warm-started from the first fit's θ less
+    T) and summary.json says so; on a precise log the lead law stays."""
+    from fg_sysid.estimation.friction_select import LEAD_LAW
+    from fg_sysid.estimation.jerk_auto import drop_lead
+
+    robot, sim = _log(0.1)
+    sm = _fit(robot, sim.log, acceleration_process="auto", friction="auto")
+    assert sm.acceleration_auto_first_.layout.friction.name == LEAD_LAW
+    assert sm.result_.layout.friction.name == "coulomb-viscous-scale" and sm.friction == "auto"
+    sel = sm.result_.summary()["friction_selection"]
+    assert sel["chosen"] == "coulomb-viscous-scale" and "absorbed" in sel["reason"], sel
+    first = sm.acceleration_auto_first_
+    law, theta = drop_lead(first.layout, first.theta)
+    p0, p1 = first.layout.to_physical(first.theta), sm.result_.layout.to_physical(theta)
+    lay = first.layout
+    assert law == "coulomb-viscous-scale" and theta.size == first.theta.size - robot.n_joints
+    np.testing.assert_allclose(p1[:10 * lay.nb], p0[:10 * lay.nb], rtol=1e-12)
+    np.testing.assert_allclose(p1[sm.result_.layout.s_friction].reshape(lay.nj, 3),
+                               p0[lay.s_friction].reshape(lay.nj, 4)[:, :3], rtol=1e-12)
+    robot, sim = _log(0.001)
+    precise = _fit(robot, sim.log, acceleration_process="auto", friction="auto")
+    assert precise.result_.layout.friction.name == LEAD_LAW
+
+
 def test_auto_keeps_the_default_on_a_precise_log():
     """σ = 0.001: no absorption (R < 1), the result is the default fit's, no acceleration rows."""
     robot, sim = _log(0.001)

@@ -395,11 +395,18 @@ def fit_auto(smoother, log: Log):
     smoother.friction_selection_ = sel
     smoother._ls_result = ls  # reused by `JointSmoother._fit` (no second classical fit)
     smoother.friction = chosen
+    smoother._auto_lead = chosen == LEAD_LAW  # `jerk_auto` drops the lead where a absorbed the noise
     try:
         smoother._fit(log)
     finally:
         smoother.friction = "auto"
         smoother._ls_result = None
+        smoother._auto_lead = False
+    fitted = smoother.result_.layout.friction.name
+    if fitted != chosen:  # the lead dropped by the acceleration-process refit (`jerk_auto`)
+        reason += (f"; fitted {fitted}: the knot accelerations absorbed the effort noise (acceleration "
+                   "process auto fired), so they cannot time the friction's lead")
+        chosen = fitted
     info = {**(sel.as_dict() if sel is not None else {}), "chosen": chosen, "reason": reason}
     if sel is not None:
         info["regression_choice"] = sel.chosen

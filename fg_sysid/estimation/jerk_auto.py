@@ -33,7 +33,7 @@ import numpy as np
 
 from .noise import savgol_derivatives
 
-__all__ = ["THRESHOLD", "absorption_diagnostic", "fit_auto"]
+__all__ = ["THRESHOLD", "absorption_diagnostic", "drop_lead", "fit_auto"]
 
 #: the rule fires when the median joint's Nyquist-band RMS of the fitted a exceeds this × the motion's RMS a
 THRESHOLD = 1.0
@@ -96,6 +96,23 @@ def absorption_diagnostic(smoother, balance: bool = True, probes: int = 4) -> di
             "balance_seconds": time.process_time() - c0 - cpu_rule if balance else 0.0}
 
 
+def drop_lead(layout, theta) -> tuple[str, np.ndarray]:
+    """``("coulomb-viscous-scale", θ)``: a `CoulombViscousLead` fit's θ without the lead T (issue 9,
+    session 10). The lead is timed by the knot accelerations; where they absorbed the effort noise (the
+    rule of this module fires) T only fits that noise (Z1 σ = 0.1: T of −10 … +18 ms, held-out Stribeck
+    1.87 → 2.74 %), so `friction_select.fit_auto`'s refit keeps the tanh law at T = 0."""
+    from ..layout import ParameterLayout
+
+    law = "coulomb-viscous-scale"
+    p = layout.to_physical(theta)
+    fr = p[layout.s_friction].reshape(layout.nj, layout.kf)[:, :3]  # (fc, fv, vs): T dropped
+    new = ParameterLayout.create(layout.robot, layout.inertia, law, layout.friction.velocity_scale,
+                                 fit_friction=layout.fit_friction, fit_armature=layout.fit_armature,
+                                 actuation=layout.actuation)
+    q = np.concatenate([p[layout.s_inertial], fr.ravel(), p[layout.s_armature], p[layout.s_actuation]])
+    return law, new.to_theta(q)
+
+
 def fit_auto(smoother, log):
     """`JointSmoother._fit` with ``acceleration_process="auto"``: the default fit; if
     `absorption_diagnostic` fires, a refit with the white-jerk rows (``acceleration_process=True``) from
@@ -116,14 +133,18 @@ def fit_auto(smoother, log):
         val = "n/a" if diag["value"] is None else f"{diag['value']:.3g}"
         smoother._log(f"acceleration process auto: Nyquist-band a / motion a = {val} "
                       f"(threshold {THRESHOLD:g}): rows {'on' if diag['fires'] else 'off'}")
+        law = smoother.friction
         if diag["fires"]:
             smoother.acceleration_process = True
-            smoother._warm_start = (tuple(np.array(s, copy=True) for s in smoother.states_),
-                                    np.array(first.theta, copy=True))
+            theta = np.array(first.theta, copy=True)
+            if getattr(smoother, "_auto_lead", False):  # friction="auto"'s lead law: T = 0 in the refit
+                smoother.friction, theta = drop_lead(first.layout, theta)
+            smoother._warm_start = (tuple(np.array(s, copy=True) for s in smoother.states_), theta)
             smoother._fit(log)
     finally:
         smoother.acceleration_process = "auto"
         smoother._warm_start = None
+        smoother.friction = law
     rec = {"chosen": "on" if diag["fires"] else "off", **diag,
            "first_fit": {"iterations": len(first.history), "converged": bool(first.converged),
                          "cpu_seconds": cpu_first},
