@@ -36,6 +36,8 @@ METHODS = {
     # issue 9 session 10: MuJoCo's frictionloss law exactly (clip of v + T·a)
     "smoother-softdry": ("smoother", {"friction": "soft-dry", "friction_velocity_scale": 0.01}),
     "smoother-lead": ("smoother", {"friction": "coulomb-viscous-lead"}),  # issue 9 s10: friction of v + T·a
+    "default-lead-per-joint": ("smoother", {"friction": "auto", "acceleration_process": "auto",
+                                           "friction_lead": "per-joint"}),
     # = fg-sysid identify with every default (friction auto, acceleration_process auto, log-Cholesky)
     "default": ("smoother", {"friction": "auto", "acceleration_process": "auto"}),
     # the default before session 10 where auto keeps the Coulomb–viscous family (no lead T)

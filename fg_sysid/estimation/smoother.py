@@ -40,6 +40,8 @@ from .process_noise import process_velocity_std
 from .result import IdentificationResult
 from .solver import EstimationError, LevenbergMarquardt, SolverOptions
 
+#: std [s] of the rows tying consecutive joints' friction leads (``friction_lead="shared"``; 0.1 ms: one T)
+LEAD_TIE_STD = 1e-4
 #: laws started from the classical fit's (fc, fv) with their shape parameters (vs; the lead T) at the prior
 LEAD_OR_SCALE = ("coulomb-viscous-scale", "coulomb-viscous-lead", "soft-dry")
 
@@ -144,6 +146,10 @@ class JointSmoother:
             [s], default the sample period: the inverse-dynamics rows take the efforts re-timed to the
             knots, ½(τ̂_{k−1} + τ̂_k) for a hold over the sample period) or "cv" (a delay chosen by blocked
             cross-validation on the training log; fixed-base open chains).
+        friction_lead: the lead laws' T (``coulomb-viscous-lead``, ``soft-dry``; issue 9 session 10):
+            "shared" (default: one T for every joint, tie rows of std `LEAD_TIE_STD`; MuJoCo's soft
+            constraints share one solref, and one T cannot absorb a per-joint misfit such as an unmodelled
+            Stribeck peak) or "per-joint".
         verbose: print one line per iteration to stderr.
     """
 
@@ -160,7 +166,8 @@ class JointSmoother:
                  deadband_zero_fraction: float | None = 0.5, robust: str | None = None,
                  process_motion_scale: bool = True, stick_weights: str | None = None,
                  acceleration_process: bool | str = False,
-                 effort_timing: str = "sample", effort_hold_period: float | None = None):
+                 effort_timing: str = "sample", effort_hold_period: float | None = None,
+                 friction_lead: str = "shared"):
         self.robot = robot
         self.inertia = inertia
         self.friction = friction
@@ -196,6 +203,7 @@ class JointSmoother:
         self.acceleration_process = acceleration_process  # issue 9 (session 9): `acceleration_process`
         self.effort_timing = effort_timing  # issues 11 + 9: `effort_timing` (held efforts re-timed)
         self.effort_hold_period = effort_hold_period
+        self.friction_lead = friction_lead  # issue 9 (session 10): lead laws' T shared or per joint
 
     # ------------------------------------------------------------------ public
     def fit(self, log: Log) -> JointSmoother:
@@ -231,6 +239,8 @@ class JointSmoother:
             missing = [j for j, m in zip(log.joint_names, log.tau_measured, strict=True) if not m]
             raise EstimationError("the forward-dynamics formulation needs every joint's effort measured "
                                   f"(unmeasured: {', '.join(missing)})")
+        if self.friction_lead not in ("shared", "per-joint"):
+            raise ValueError(f"friction_lead must be 'shared' or 'per-joint', not {self.friction_lead!r}")
         if self.robust not in (None, "huber"):
             raise ValueError(f"robust must be None or 'huber', not {self.robust!r}")
         log, self.deadband_ = drop_deadband_channels(log, self.deadband_zero_fraction)  # `effort_quality`
@@ -581,6 +591,10 @@ class JointSmoother:
                 wa = wa[None, :] * self._jerk_w
             problem.add(acceleration_process_term(problem, wa))
         problem.add(terms.parameter_prior(self._theta_bar, self._theta_std))
+        if self.friction_lead == "shared":  # issue 9 (session 10): one lead T for every joint
+            tie = terms.lead_tie(self.layout_, LEAD_TIE_STD)
+            if tie is not None:
+                problem.add(tie)
         if self._energy_log is not None:
             problem.add(self._energy_term(problem, noise))
         if self.robot.loops:  # closed loops (issue 11): `loop_terms.finish_problem`

@@ -178,6 +178,25 @@ def parameter_prior(theta_bar, theta_std) -> Term:
     return Term("parameter_prior", "theta", "prior", evaluate)
 
 
+def lead_tie(layout, sigma: float) -> Term | None:
+    """One friction lead T for every joint (issue 9, session 10): rows T_{j+1} − T_j [s] with std ``sigma``
+    between consecutive joints of a lead law (`SoftDry`, `CoulombViscousLead`; T is a θ coordinate
+    itself). MuJoCo's soft constraints share one solref by default, and one T pools the reversals of every
+    joint; None when the layout has no lead or a single joint."""
+    sfx = list(layout.friction.suffixes)
+    if "lead" not in sfx or layout.nj < 2:
+        return None
+    idx = layout.s_friction.start + layout.kf * np.arange(layout.nj) + sfx.index("lead")
+    D = np.zeros((layout.nj - 1, layout.n))
+    D[np.arange(layout.nj - 1), idx[1:]] = 1.0
+    D[np.arange(layout.nj - 1), idx[:-1]] = -1.0
+
+    def fn(theta, jac):
+        return D @ theta, (D if jac else None)
+
+    return theta_rows("friction_lead_tie", fn, np.full(layout.nj - 1, float(sigma)), hard=False)
+
+
 def theta_rows(name: str, fn, sigma, hard: bool) -> Term:
     """A θ-only row set ``fn(θ, jacobians) -> (r, J)`` (total mass, symmetry): a constraint with σ_c
     ``sigma`` when ``hard``, else a prior with std ``sigma``."""
