@@ -35,6 +35,21 @@ def setup(request):
     return robot, layout, theta, rng
 
 
+def check_knot_jacobians(res, lin, q, v, a, tau, theta, k, wrt=("q", "v", "a", "theta"), eps=1e-6):
+    """Knot k's analytic Jacobians of an `InverseDynamicsResidual` against central differences."""
+    args = {"q": q[k:k + 1], "v": v[k:k + 1], "a": a[k:k + 1], "theta": theta}
+    at = {"q": q[k], "v": v[k], "a": a[k], "theta": theta}
+    jac = {"q": lin.Jq[k], "v": lin.Jv[k], "a": lin.Ja[k], "theta": lin.Jtheta[k]}
+    scale = 1 + np.abs(lin.r[k]).max()
+    for name in wrt:
+        def f(x, name=name):
+            kw = {**args, name: x if name == "theta" else x[None]}
+            return res.evaluate(kw["q"], kw["v"], kw["a"], tau[k:k + 1], kw["theta"], jacobians=False).r[0]
+
+        step = 1e-6 if name in ("q", "theta") else eps
+        np.testing.assert_allclose(jac[name], central_diff(f, at[name], step), atol=2e-6 * scale, rtol=1e-5)
+
+
 @pytest.mark.parametrize("inertia", ["exponential-eigenvalue", "log-cholesky", "raw"])
 def test_inverse_dynamics_jacobians(setup, inertia):
     robot, _, _, rng = setup
@@ -46,30 +61,15 @@ def test_inverse_dynamics_jacobians(setup, inertia):
     tau = rng.standard_normal(v.shape)
     lin = res.evaluate(q, v, a, tau, theta)
     for k in range(3):
-        def f_q(x, k=k):
-            return res.evaluate(x[None], v[k:k + 1], a[k:k + 1], tau[k:k + 1], theta, jacobians=False).r[0]
-
-        def f_v(x, k=k):
-            return res.evaluate(q[k:k + 1], x[None], a[k:k + 1], tau[k:k + 1], theta, jacobians=False).r[0]
-
-        def f_a(x, k=k):
-            return res.evaluate(q[k:k + 1], v[k:k + 1], x[None], tau[k:k + 1], theta, jacobians=False).r[0]
-
-        def f_t(x, k=k):
-            return res.evaluate(q[k:k + 1], v[k:k + 1], a[k:k + 1], tau[k:k + 1], x, jacobians=False).r[0]
-
-        scale = 1 + np.abs(lin.r[k]).max()
-        np.testing.assert_allclose(lin.Jq[k], central_diff(f_q, q[k]), atol=2e-6 * scale, rtol=1e-5)
-        np.testing.assert_allclose(lin.Jv[k], central_diff(f_v, v[k]), atol=2e-6 * scale, rtol=1e-5)
-        np.testing.assert_allclose(lin.Ja[k], central_diff(f_a, a[k]), atol=2e-6 * scale, rtol=1e-5)
-        np.testing.assert_allclose(lin.Jtheta[k], central_diff(f_t, theta), atol=2e-6 * scale, rtol=1e-5)
+        check_knot_jacobians(res, lin, q, v, a, tau, theta, k)
 
 
-def test_inverse_dynamics_jacobians_soft_dry(setup):
-    """The soft-dry law (friction in v + T·a) adds ∂τ_f/∂a to ∂r/∂a: checked by central differences with
-    states inside and outside the stick band (away from its kinks)."""
+@pytest.mark.parametrize("law", ["soft-dry", "coulomb-viscous-lead"])
+def test_inverse_dynamics_jacobians_lead_laws(setup, law):
+    """The lead laws (friction of v + T·a) add ∂τ_f/∂a to ∂r/∂a: checked by central differences with
+    states inside and outside the stick band (away from the clip's kinks)."""
     robot, _, _, rng = setup
-    layout = ParameterLayout.create(robot, friction="soft-dry", friction_velocity_scale=0.05)
+    layout = ParameterLayout.create(robot, friction=law, friction_velocity_scale=0.05)
     theta0, std = layout.prior()
     theta = theta0 + 0.2 * std * rng.standard_normal(layout.n)
     res = InverseDynamicsResidual(layout)
@@ -86,20 +86,7 @@ def test_inverse_dynamics_jacobians_soft_dry(setup):
         if np.any(np.abs(np.abs(u) - 1) < 1e-3):
             continue  # a kink of the clip: no derivative to compare
         inside += int(np.sum(np.abs(u) < 1))
-
-        def f_v(x, k=k):
-            return res.evaluate(q[k:k + 1], x[None], a[k:k + 1], tau[k:k + 1], theta, jacobians=False).r[0]
-
-        def f_a(x, k=k):
-            return res.evaluate(q[k:k + 1], v[k:k + 1], x[None], tau[k:k + 1], theta, jacobians=False).r[0]
-
-        def f_t(x, k=k):
-            return res.evaluate(q[k:k + 1], v[k:k + 1], a[k:k + 1], tau[k:k + 1], x, jacobians=False).r[0]
-
-        scale = 1 + np.abs(lin.r[k]).max()
-        np.testing.assert_allclose(lin.Jv[k], central_diff(f_v, v[k], 1e-8), atol=2e-6 * scale, rtol=1e-5)
-        np.testing.assert_allclose(lin.Ja[k], central_diff(f_a, a[k], 1e-8), atol=2e-6 * scale, rtol=1e-5)
-        np.testing.assert_allclose(lin.Jtheta[k], central_diff(f_t, theta), atol=2e-6 * scale, rtol=1e-5)
+        check_knot_jacobians(res, lin, q, v, a, tau, theta, k, wrt=("v", "a", "theta"), eps=1e-8)
     assert inside > 0  # the band's derivatives were exercised
 
 
