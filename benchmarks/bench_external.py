@@ -43,7 +43,7 @@ import pandas as pd
 from benchlib import DEFAULT_METHODS, METHODS, check_methods, fit, fit_all, predict
 
 from fg_sysid.datasets.io import load_log_for_robot, read_log
-from fg_sysid.estimation.metrics import base_parameter_error, relative_rmse
+from fg_sysid.estimation.metrics import base_parameter_error, classical_vector, relative_rmse
 from fg_sysid.robots import INERTIAL_SUFFIXES, load_robot
 from fg_sysid.validation import predict_efforts
 
@@ -135,10 +135,11 @@ def bench_ur10(data: Path, methods, levels, repeats: int) -> pd.DataFrame:
             fits = fit_all(methods, robot, tr, str(urdf), nominal=p_nom, progress=f"[ur10 {level} rep {i}] ")
             for m, f in fits.items():
                 model = f["model"]
-                # physical vector in the metric's layout (inertial, fc, fv, armature): the estimated tanh
-                # widths (`.vs`, default friction since session 4) are left out (the truth has no friction)
-                p = (np.array([model["physical"][k] for k in model["layout"]["names"]
-                               if not k.endswith(".vs")]) if isinstance(model, dict) else model)
+                # physical vector in the metric's layout (inertial, fc, fv, armature): the friction shape
+                # (tanh width vs, lead T) left out (the truth has no friction)
+                names = model["layout"]["names"] if isinstance(model, dict) else None
+                p = (classical_vector(names, [model["physical"][k] for k in names])
+                     if isinstance(model, dict) else model)
                 tau, _, _ = predict(f, robot, va)
                 tau_exact = predict_efforts(model, robot, val.q, val.v, a_val)
                 rows.append({"level": level, "repeat": i, "method": m,

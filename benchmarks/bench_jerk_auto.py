@@ -44,7 +44,7 @@ def _quiet(fn, *a, **k):
 def _case(name):
     """(robot, training log, robot source, evaluate(result, filt) -> {metric: value})."""
     from fg_sysid.datasets.simulate import simulate
-    from fg_sysid.estimation.metrics import base_parameter_error, relative_rmse
+    from fg_sysid.estimation.metrics import base_parameter_error, classical_vector, relative_rmse
     from fg_sysid.robots import load_robot
     from fg_sysid.validation import model_spec, predict_efforts
 
@@ -88,7 +88,8 @@ def _case(name):
             from benchlib import predict
 
             model = spec(res, robot, str(urdf), filt)
-            p = np.array([model["physical"][k] for k in model["layout"]["names"] if not k.endswith(".vs")])
+            names = model["layout"]["names"]
+            p = classical_vector(names, [model["physical"][k] for k in names])
             tau, _, _ = predict({"model": model, "sg_filter": filt}, robot, va)
             return {"base-param err %": 100 * base_parameter_error(robot, p, p_true, val.q, val.v, a_val),
                     "held-out": 100 * relative_rmse(tau, val.tau)}

@@ -23,15 +23,16 @@ import pandas as pd
 
 from fg_sysid.datasets.simulate import Effects, simulate, truth_arrays
 from fg_sysid.estimation.baseline import LeastSquaresSG
-from fg_sysid.estimation.metrics import base_parameter_error
+from fg_sysid.estimation.metrics import base_parameter_error, classical_vector
 from fg_sysid.estimation.smoother import JointSmoother
 from fg_sysid.robots import load_robot
 
 
 def _err(robot, est, p, states, names=None) -> float:
-    """Base-parameter error [%]; the smoother's tanh widths (``.vs``) are not in the metric's vector."""
+    """Base-parameter error [%]; the smoother's friction shape (``.vs``, ``.lead``) is not in the metric's
+    vector."""
     if names is not None:
-        est = np.array([e for e, n in zip(est, names, strict=True) if not n.endswith(".vs")])
+        est = classical_vector(names, est)
     return 100 * base_parameter_error(robot, est, p, *states)
 
 

@@ -37,7 +37,7 @@ from bench_external import DATA, UR10_LEVELS, _noisy, _quiet, _ur10_truth
 
 from fg_sysid.datasets.io import read_log
 from fg_sysid.estimation.baseline import LeastSquaresSG
-from fg_sysid.estimation.metrics import base_parameter_error, relative_rmse
+from fg_sysid.estimation.metrics import base_parameter_error, classical_vector, relative_rmse
 from fg_sysid.estimation.smoother import JointSmoother
 from fg_sysid.robots import load_robot
 from fg_sysid.validation import model_spec, predict_efforts
@@ -105,7 +105,7 @@ def main() -> None:
                 res = sm.result_
                 spec = model_spec(res, robot, "ur10", sg_filter=sm.init_filter_)
                 names = spec["layout"]["names"]
-                p = np.array([spec["physical"][k] for k in names if not k.endswith(".vs")])
+                p = classical_vector(names, [spec["physical"][k] for k in names])
                 b, e = score(spec, p)
                 a = sm.states_[2]
                 rows.append({"level": level, "repeat": i, "variant": name, "base_err_%": b,

@@ -51,6 +51,17 @@ def _aligned(pred, true):
     return pred, true
 
 
+#: friction-shape parameters (tanh width, lead T) that the classical layout (fc, fv per joint) does not carry
+SHAPE_SUFFIXES = (".vs", ".lead")
+
+
+def classical_vector(names, values) -> np.ndarray:
+    """``values`` (physical, named ``names``) in the classical layout of `base_parameter_error`
+    (inertial | (fc, fv) per joint | armature): the friction-shape entries `SHAPE_SUFFIXES` dropped. For a
+    model of the Coulomb–viscous family (coulomb-viscous(-scale), coulomb-viscous-lead, soft-dry)."""
+    return np.array([x for n, x in zip(names, values, strict=True) if not n.endswith(SHAPE_SUFFIXES)], float)
+
+
 def base_parameter_error(robot: RobotModel, p_est, p_true, q, v, a, velocity_scale: float = 0.05,
                          max_samples: int = 2000) -> float:
     """Relative error ‖K(p̂ − p)‖ / ‖K p‖ of the identifiable parameter combinations β = K p.
