@@ -40,7 +40,7 @@ def test_forward_dynamics_is_aba(setup):
     model.armature = np.zeros(model.nv)
     model.armature[idr.iv] = idr.parm
     data = model.createData()
-    tf = idr.friction(v)[0]
+    tf = idr.friction(v, a)[0]
     for k in range(q.shape[0]):
         u = tau[k].copy()
         u[idr.iv] -= tf[k]

@@ -385,8 +385,8 @@ def fit_auto(smoother, log: Log):
     if sel is not None:
         reason = sel.reason
         if chosen == CANDIDATES[0]:  # the Coulomb–viscous family: the smoother also estimates the lead
-            if smoother.energy:
-                reason += "; energy rows need a velocity-only law: no lead"
+            if smoother.energy or smoother.dynamics == "forward":
+                reason += "; energy rows and forward dynamics need a velocity-only law: no lead"
             else:
                 chosen = LEAD_LAW
                 reason += (f"; the smoother fits {LEAD_LAW} (friction of v + T·a with the lead T per joint, "

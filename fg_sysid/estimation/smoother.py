@@ -271,6 +271,7 @@ class JointSmoother:
         self._space = ConfigurationSpace(robot.model)
         self._lm = LevenbergMarquardt(SolverOptions(self.strategy, self.tol, self.max_iterations,
                                                     backend=self.solver, verbose=self.verbose))
+        self._lm.stop_rule = getattr(self, "_stop_rule", None)  # `jerk_auto`: a decided first fit ends
         self._id = InverseDynamicsResidual(layout)
         iv = robot.joint_index_v()
         t = log.t[idx]
@@ -378,6 +379,8 @@ class JointSmoother:
         for rnd in range(rounds):
             x, theta, converged, hist = self._lm.run(self.problem_, x, theta, rnd)
             history += hist
+            if self._lm.stopped:  # the caller's rule already decided (`jerk_auto`): no more rounds
+                break
             if rnd < rounds - 1:
                 # IRLS: the effort noise that the residuals show (model error of a real robot shows up
                 # there), between the high-frequency estimate and twice the classical fit's residual

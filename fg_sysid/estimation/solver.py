@@ -78,6 +78,17 @@ class LevenbergMarquardt:
         self.trials = None
         #: λ at the end of the last ``run`` ("hybrid": the next run starts from it, e.g. the next IRLS round)
         self.lam = None
+        #: optional ``fn(x, θ) -> bool`` called after every accepted step; True ends the run there (not
+        #: converged): a caller's rule that already knows the answer (`jerk_auto`)
+        self.stop_rule = None
+        self.stopped = False
+
+    def _stopped(self, x, theta, rnd, it) -> bool:
+        if self.stop_rule is not None and self.stop_rule(x, theta):
+            self.log(f"round {rnd} iter {it:3d}: stopped by the caller's rule")
+            self.stopped = True
+            return True
+        return False
 
     def _solve(self, graph, lam):
         if self.options.backend == "gtsam":
@@ -97,6 +108,7 @@ class LevenbergMarquardt:
             tol: float | None = None, max_iterations: int | None = None):
         """Minimize the problem's cost from (x, θ). Returns (x, θ, converged, history)."""
         o = self.options
+        self.stopped = False  # set when ``stop_rule`` ended the run
         tol = o.tol if tol is None else tol
         max_iterations = o.max_iterations if max_iterations is None else max_iterations
         graph = problem.linearize(x, theta, freeze_theta=freeze_theta)
@@ -200,6 +212,8 @@ class LevenbergMarquardt:
             self.log(f"round {rnd} iter {it:3d}: cost {cost:.6e} (knot {parts['knot']:.2e} "
                      f"knot-θ {parts['knot_theta']:.2e} pair {parts['pair']:.2e} θ {parts['prior']:.2e})  "
                      f"rel.decrease {rel:.2e}  step {alpha:.3g}  λ {lam:.0e}  {dt:.2f} s")
+            if self._stopped(x, theta, rnd, it):
+                break
             small = rel < tol
             still = not freeze_theta and self._theta_still(alpha * step.dtheta, theta)
             if ((alpha == 1.0 and max(rel, pred_rel) < tol) or (small and prev_small)
@@ -252,6 +266,8 @@ class LevenbergMarquardt:
             self._record(history, rnd, it, cost, lam, 1.0, dt, step.dtheta, rho)
             self.log(f"round {rnd} iter {it:3d}: cost {cost:.6e} rel.decrease {rel:.2e} ρ {rho:.2f} "
                      f"λ {lam:.1e} |δθ| {np.abs(step.dtheta).max(initial=0.0):.2e} {dt:.2f} s")
+            if self._stopped(x, theta, rnd, it):
+                break
             small = pred < tol * cost
             still = not freeze_theta and self._theta_still(step.dtheta, theta)
             if (small and small_prev) or (still and still_prev):
@@ -353,6 +369,8 @@ class LevenbergMarquardt:
             self._record(history, rnd, it, cost, lam, alpha, dt, dtheta, rho)
             self.log(f"round {rnd} iter {it:3d}: cost {cost:.6e} rel.decrease {rel:.2e} step {alpha:.3g} "
                      f"ρ {rho:.2f} λ {lam:.1e} |δθ| {np.abs(dtheta).max(initial=0.0):.2e} {dt:.2f} s")
+            if self._stopped(x, theta, rnd, it):
+                break
             it += 1
             small = rel < tol and pred < tol * cost
             still = not freeze_theta and self._theta_still(dtheta, theta)
