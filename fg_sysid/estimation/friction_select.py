@@ -5,7 +5,7 @@
 classical regression on the Savitzky–Golay (SG) states of the training log and keeps the more complex
 law only when its blocked cross-validation score is lower by at least `MARGIN` (relative). Only the
 training log is used; the smoother then fits the chosen law (with the full state trajectory) — for the
-Coulomb–viscous family its lead form `LEAD_LAW` (``fc·tanh((v + T a)/vs) + fv·v``, T per joint, prior 0),
+Coulomb–viscous family its lead form `LEAD_LAW` (``fc·tanh((v + T a)/vs) + fv·v``, one lead T, prior 0),
 since whether the friction flips ahead of the velocity shows only in the smoother's joint states
 (session 10: MuJoCo's soft friction constraint, docs/friction-selection.md).
 
@@ -50,7 +50,7 @@ __all__ = ["CANDIDATES", "LEAD_LAW", "MARGIN", "VS_GRID", "VST_GRID", "FrictionS
 #: candidate laws, simplest first
 CANDIDATES = ("coulomb-viscous-scale", "stribeck6")
 #: what ``friction="auto"`` fits when the regression keeps the Coulomb–viscous family (issue 9, session 10):
-#: the same law of the predicted velocity v + T·a, T estimated per joint (`CoulombViscousLead`). The
+#: the same law of the predicted velocity v + T·a, one T for all joints (`CoulombViscousLead`). The
 #: SG regression cannot see T (the stick phases are ~2 % of the samples and its states are filtered), the
 #: smoother's joint states can; T = 0 is the prior mean, so the law reduces to coulomb-viscous-scale
 LEAD_LAW = "coulomb-viscous-lead"
@@ -389,7 +389,7 @@ def fit_auto(smoother, log: Log):
                 reason += "; energy rows and forward dynamics need a velocity-only law: no lead"
             else:
                 chosen = LEAD_LAW
-                reason += (f"; the smoother fits {LEAD_LAW} (friction of v + T·a with the lead T per joint, "
+                reason += (f"; the smoother fits {LEAD_LAW} (friction of v + T·a with the lead T estimated, "
                            "prior 0: the data say whether the friction flips ahead of the velocity)")
     smoother._log(f"friction auto: {chosen} ({reason})")
     smoother.friction_selection_ = sel
