@@ -363,13 +363,13 @@ class JointSmoother:
 
             self._stick_delta = initial_stick_sigma(self, layout, p_init, v0, noise)
         self.problem_ = self._build_problem(noise)
-        if robot.loops:  # closures in the initial states, then the closure forces λ
+        warm = getattr(self, "_warm_start", None)  # issue 9 (session 9): `jerk_auto`'s refit
+        if warm is not None and warm[0][0].shape == q0.shape and warm[1].shape == theta.shape:
+            x, theta = warm  # (no kinematic initialisation: its states would be replaced)
+        elif robot.loops:  # closures in the initial states, then the closure forces λ
             x = loop_terms.init_forces(self, loop_terms.kinematic_init(self, (q0, v0, a0), noise), theta)
         else:
             x = self._kinematic_init((q0, v0, a0), noise)
-        warm = getattr(self, "_warm_start", None)  # issue 9 (session 9): `jerk_auto`'s refit
-        if warm is not None and warm[0][0].shape == x[0].shape and warm[1].shape == theta.shape:
-            x, theta = warm
         history: list[dict] = []
         # later rounds re-estimate the effort noise from the inverse-dynamics residuals (IRLS: model
         # errors of real robots show up there), never below the high-frequency estimate
@@ -434,8 +434,10 @@ class JointSmoother:
         if robot.loops:  # closures and passive rows to 1e-9 (augmented Lagrangian)
             x, theta, hist = loop_terms.finalize(self, x, theta)
             history += hist
-        # marginal covariance of θ at the solution (undamped Schur complement)
-        cov = self._lm.covariance(self.problem_, x, theta)
+        # marginal covariance of θ at the solution (undamped Schur complement); not for a fit the caller's
+        # rule stopped (`jerk_auto`'s first fit: its refit replaces it)
+        cov = (np.full((theta.size, theta.size), np.nan) if self._lm.stopped
+               else self._lm.covariance(self.problem_, x, theta))
         self.states_ = x  # final knot states (q, v, a), the problem's variables with θ = result_.theta
         seconds = time.perf_counter() - t_start
         self.result_ = IdentificationResult.build(
