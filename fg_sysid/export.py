@@ -166,13 +166,16 @@ def dry_friction_shape(spec: dict, joints, v: np.ndarray, a: np.ndarray) -> np.n
     accelerations ``a`` (N, n_joints): tanh(v/vs) (coulomb-viscous: vs fixed or estimated per joint),
     tanh((v + T·a)/vs) (coulomb-viscous-lead) or clip((v + T·a)/vs, ±1) (soft-dry). Stribeck models are
     not of this form (ExportError)."""
+    from .parameterizations import friction_model
+
     lay, phys = spec["layout"], spec["physical"]
-    if lay.get("friction_model") == "stribeck6":
+    fmodel = lay.get("friction_model", "coulomb-viscous")
+    if fmodel == "stribeck6":
         raise ExportError("a stribeck6 model has no single dry-friction shape")
     vs = np.array([phys.get(f"{j}.vs", lay.get("friction_velocity_scale") or 0.05) for j in joints], float)
     lead = np.array([phys.get(f"{j}.lead", 0.0) for j in joints], float)
     u = (np.asarray(v, float) + lead * np.asarray(a, float)) / vs
-    return np.clip(u, -1.0, 1.0) if lay.get("friction_model") == "soft-dry" else np.tanh(u)
+    return friction_model(fmodel).dry_shape(u)[0] if fmodel in LEAD_LAWS else np.tanh(u)
 
 
 def physical_problems(params: IdentifiedParameters) -> list[str]:

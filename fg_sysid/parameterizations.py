@@ -631,6 +631,15 @@ class SoftDry(CoulombViscous):
     def prior_std(self, log_std: float) -> np.ndarray:
         return np.array([log_std, log_std, log_std, self.LEAD_PRIOR_STD])
 
+    def dry_shape(self, u):
+        """The dry term's shape s(u) and ds/du at u = (v + T a)/vs: clip(u, ±1) or tanh(u)."""
+        u = np.asarray(u, dtype=float)
+        if self.shape == "clip":
+            inside = np.abs(u) <= 1.0
+            return np.where(inside, u, np.sign(u)), inside.astype(float)
+        s = np.tanh(u)
+        return s, 1.0 - s * s
+
     def torque(self, v, theta):
         raise ValueError("the soft-dry friction law depends on the acceleration: use torque_acc(v, a, theta)")
 
@@ -639,13 +648,7 @@ class SoftDry(CoulombViscous):
         v = np.asarray(v, dtype=float)
         a = np.asarray(a, dtype=float)
         u = (v + lead * a) / vs
-        if self.shape == "clip":
-            inside = np.abs(u) <= 1.0
-            s = np.where(inside, u, np.sign(u))
-            ds = inside.astype(float)
-        else:
-            s = np.tanh(u)
-            ds = 1.0 - s * s
+        s, ds = self.dry_shape(u)
         g = fc * ds / vs  # d tau_f / d (v + T a)
         tau = fc * s + fv * v
         dth = np.stack([fc * s, fv * v, -fc * ds * u, g * a], axis=-1)

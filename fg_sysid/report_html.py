@@ -33,6 +33,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .parameterizations import friction_model
 from .report import MAX_PLOT_POINTS, _fmt, _pyplot
 
 #: Figure ids of every report (fixed base); floating bases add `FLOATING_FIGURES`.
@@ -85,10 +86,10 @@ def _friction_law(model_name: str, velocity_scale: float | None):
             return (g[0] * (np.tanh(g[1] * v) - np.tanh(g[2] * v)) + g[3] * np.tanh(g[4] * v) + g[5] * v)
         return ("g0", "g1", "g2", "g3", "g4", "g5"), f
     if model_name in ("coulomb-viscous-lead", "soft-dry"):  # friction of v + T·a: drawn at a = 0
-        shape = np.tanh if model_name == "coulomb-viscous-lead" else (lambda x: np.clip(x, -1.0, 1.0))
+        law = friction_model(model_name)
 
         def f(v, p):
-            return p[0] * shape(v / p[2]) + p[1] * v
+            return p[0] * law.dry_shape(v / p[2])[0] + p[1] * v
         return ("fc", "fv", "vs"), f
     if model_name == "coulomb-viscous-scale":  # the velocity scale is a parameter of each joint
         def f(v, p):
