@@ -42,6 +42,8 @@ METHODS = {
     "default": ("smoother", {"friction": "auto", "acceleration_process": "auto"}),
     # the default before session 10 where auto keeps the Coulomb–viscous family (no lead T)
     "default-nolead": ("smoother", {"friction": "coulomb-viscous-scale", "acceleration_process": "auto"}),
+    # issue 9 session 11: stribeck6 with the other defaults (the σ = 0.1 candidate where the lead is dropped)
+    "default-stribeck6": ("smoother", {"friction": "stribeck6", "acceleration_process": "auto"}),
     "smoother-cvs": ("smoother", {"friction": "coulomb-viscous-scale"}),  # the default before friction="auto"
 
     # issue 9, session 7 (TIAGo): the defaults before it, one at a time, and the robust/offset options

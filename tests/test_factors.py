@@ -106,6 +106,15 @@ def test_regressor_times_pi_equals_rnea(setup):
         vs = layout.friction.velocity_scale
         tau[iv] += parm * a[k, iv] + pf[:, 0] * np.tanh(v[k, iv] / vs) + pf[:, 1] * v[k, iv]
         np.testing.assert_allclose(pred[k], tau, rtol=1e-10, atol=1e-10)
+    # the residual alone (batched RNEA) = the linearization's residual (regressor form), also after θ moved
+    # (the batched RNEA's model pool follows the inertias) and for a single knot
+    zero = np.zeros_like(v)
+    for th in (theta, theta + 0.05 * rng.standard_normal(theta.size), theta):
+        r_alone = res.evaluate(q, v, a, zero, th, jacobians=False).r
+        r_lin = res.evaluate(q, v, a, zero, th, jacobians=True).r
+        np.testing.assert_allclose(r_alone, r_lin, rtol=1e-10, atol=1e-10)
+        np.testing.assert_allclose(res.evaluate(q[:1], v[:1], a[:1], zero[:1], th, jacobians=False).r,
+                                   r_lin[:1], rtol=1e-10, atol=1e-10)
     # the shared robot model was not written to
     np.testing.assert_array_equal(robot.nominal_inertial_parameters(),
                                   load_robot(robot.name).nominal_inertial_parameters())

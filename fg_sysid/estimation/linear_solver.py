@@ -11,8 +11,9 @@ plus a diagonal prior on θ. Its normal matrix is block tridiagonal in the state
 ordering of ../shared/notes/gtsam-python-performance.md §4 and the parameterized Riccati recursion of
 paper 004 Sec. VIII. Two interchangeable back ends solve it:
 
-* `solve_structured` (default): block Cholesky in time order with LAPACK on each knot; the θ-border
-  contributions Σ Z_kᵀ Z_k are accumulated in one matrix product at the end;
+* `solve_structured` (default): block Cholesky in time order, its per-knot loops compiled
+  (`block_kernels`); the θ-border contributions Σ Z_kᵀ Z_k are accumulated in BLAS products at the end;
+  further right-hand sides of the same Jacobian cost a few columns each (Hutchinson probes);
 * `solve_gtsam`: the same whitened blocks as `gtsam.JacobianFactor`s in a `GaussianFactorGraph`,
   eliminated with the ordering x_0 … x_{N-1}, θ (used as cross-check and as the elimination floor in
   benchmarks).
@@ -23,7 +24,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.linalg import blas, lapack
+
+from .block_kernels import block_backward, block_forward
 
 
 class SingularSystemError(np.linalg.LinAlgError):
@@ -99,6 +101,27 @@ class LinearizedGraph:
         if self.prior_r is not None:
             c += float(np.sum(self.prior_r ** 2))
         return 0.5 * c
+
+    def gradient(self) -> tuple[np.ndarray, np.ndarray]:
+        """g = Jᵀ r of the cost ½‖r‖²: gx (N, nx) and gt (nθ,) (e.g. a further right-hand side of
+        `StructuredSolver.solve` for a graph with the same Jacobians and other residuals)."""
+        N, nx, nt = self.n_knots, self.nx, self.ntheta
+        gx, gt = np.zeros((N, nx)), np.zeros(nt)
+        for J, r in self.knot:
+            gx += np.einsum("nmx,nm->nx", J, r)
+        for Jx, Jt, r in self.knot_theta:
+            gx += np.einsum("nmx,nm->nx", Jx, r)
+            gt += Jt.reshape(-1, nt).T @ r.reshape(-1)
+        for J0, J1, r in (self.pair if N > 1 else []):
+            gx[:-1] += np.einsum("nmx,nm->nx", J0, r)
+            gx[1:] += np.einsum("nmx,nm->nx", J1, r)
+        for k, J0, J1, Jt, r in self.pair_theta:
+            gx[k] += J0.T @ r
+            gx[k + 1] += J1.T @ r
+            gt += Jt.T @ r
+        if self.prior_w is not None:
+            gt += self.prior_jacobian().T @ self.prior_r
+        return gx, gt
 
     # ------------------------------------------------------------------ normal equations
     def normal_equations(self, out: np.ndarray | None = None):
@@ -196,12 +219,14 @@ class LinearizedGraph:
 class Step:
     """Solution of (H + λ·diag) δ = −g: state steps dx (N, nx), parameter step dtheta (nθ,),
     the Schur complement S on θ (its inverse is θ's marginal covariance when λ = 0), and the
-    model decrease predicted by the linearization."""
+    model decrease predicted by the linearization. ``extra``: [(dx, dθ)] for further right-hand sides
+    solved with the same factorization (`StructuredSolver.solve`'s ``rhs``)."""
 
     dx: np.ndarray
     dtheta: np.ndarray
     schur: np.ndarray
     predicted_decrease: float
+    extra: list = field(default_factory=list)
 
 
 def _damp(M: np.ndarray, lam: float, floor: float) -> None:
@@ -213,8 +238,9 @@ def _damp(M: np.ndarray, lam: float, floor: float) -> None:
 class StructuredSolver:
     """O(N) block elimination (knots in time order, θ last) with Marquardt damping λ·diag(H).
 
-    Keeps its large work arrays between calls (an estimator solves many systems of one size; fresh
-    arrays of hundreds of MB per solve cost more in page faults than the arithmetic).
+    The per-knot loops are compiled (`block_kernels`); the θ border's Σ Z_kᵀ Z_k is one BLAS product per
+    chunk of knots. Keeps its large work arrays between calls (an estimator solves many systems of one
+    size; fresh arrays of hundreds of MB per solve cost more in page faults than the arithmetic).
     """
 
     CHUNK = 512  # knots per block of the θ-border accumulation
@@ -222,18 +248,25 @@ class StructuredSolver:
     def __init__(self):
         self._shape = None
 
-    def _workspace(self, N, nx, nt):
-        if self._shape != (N, nx, nt):
-            # [D_k | C_k | g_k], updated in place, then overwritten by W_k = L_k^{-1} [B_k | C̃_k | g̃_k]
-            self._A = np.empty((N, nx, nx + nt + 1))
+    def _workspace(self, N, nx, nt, nrhs):
+        if self._shape != (N, nx, nt, nrhs):
+            # [D_k | C_k | g_k (| further g_k)], updated in place, then overwritten by
+            # [U_k | L_k^{-1} C̃_k | L_k^{-1} g̃_k …]
+            self._A = np.empty((N, nx, nx + nt + nrhs))
             self._L = np.empty((N, nx, nx))  # Cholesky factors L_k (lower)
-            self._shape = (N, nx, nt)
+            self._shape = (N, nx, nt, nrhs)
         return self._A, self._L
 
-    def solve(self, graph: LinearizedGraph, lam: float = 0.0) -> Step:
+    def solve(self, graph: LinearizedGraph, lam: float = 0.0, rhs=()) -> Step:
+        """Solve (H + λ·diag H) δ = −g for the graph's gradient g = Jᵀ r; ``rhs``: further gradients
+        [(gx (N, nx), gt (nθ,))] of the same Jacobian (e.g. `LinearizedGraph.gradient` of other
+        residuals), solved with the same factorization at the cost of a few columns (Step.extra)."""
         N, nx, nt = graph.n_knots, graph.nx, graph.ntheta
-        A, Lfac = self._workspace(N, nx, nt)
-        D, B, C, Htt, gx, gt = graph.normal_equations(out=A)
+        P = len(rhs)
+        A, Lfac = self._workspace(N, nx, nt, 1 + P)
+        D, B, C, Htt, gx, gt = graph.normal_equations(out=A if P == 0 else A[:, :, :nx + nt + 1])
+        for p, (gxp, _) in enumerate(rhs):
+            A[:, :, nx + nt + 1 + p] = gxp
         H_diag_x = np.diagonal(D, axis1=1, axis2=2).copy()
         gx0 = gx.copy()
         floor = 1e-12 * max(float(np.max(np.abs(H_diag_x))), 1.0)
@@ -241,36 +274,23 @@ class StructuredSolver:
         if lam > 0:
             _damp(D, lam, floor)
             _damp(Htt, lam, floor)
-        # Block Cholesky in time order. Per knot: L_k = chol(D̃_k); W_k = L_k⁻¹ [B_k | C̃_k | g̃_k] by an
-        # in-place triangular solve (BLAS trsm on the row-major blocks seen as column-major transposes, so
-        # no copies), U_k = L_k⁻¹ B_k kept in B; then [D̃ | C̃ | g̃]_{k+1} −= U_kᵀ W_k (one in-place gemm).
-        # A is overwritten by W (its first nx columns by U_k).
-        # (the in-place calls need C-contiguous float64 blocks: A is the workspace; B is made so)
+        # Block Cholesky in time order (`block_kernels.block_forward`): A becomes [U_k | W_k]
         B = np.ascontiguousarray(B, dtype=float)
-        potrf, trsm, gemm = lapack.dpotrf, blas.dtrsm, blas.dgemm
-        for k in range(N):
-            Lk, info = potrf(A[k, :, :nx], lower=1, clean=1)
-            if info != 0:
-                raise SingularSystemError(
-                    f"state block of knot {k} is not positive definite (LAPACK potrf info={info}); "
-                    "the states are not observable from the factors at this knot"
-                )
-            Lfac[k] = Lk
-            trsm(1.0, Lk, A[k].T, side=1, lower=1, trans_a=1, overwrite_b=1)  # A_k ← L_k⁻¹ A_k
-            if k < N - 1:
-                trsm(1.0, Lk, B[k].T, side=1, lower=1, trans_a=1, overwrite_b=1)  # B_k ← U_k
-                A[k, :, :nx] = B[k]
-                gemm(-1.0, A[k].T, B[k].T, beta=1.0, c=A[k + 1].T, trans_b=1, overwrite_c=1)
-            else:
-                A[k, :, :nx] = 0.0
+        bad = block_forward(A, B, Lfac)
+        if bad >= 0:
+            raise SingularSystemError(
+                f"state block of knot {bad} is not positive definite after eliminating the knots before "
+                "it; the states are not observable from the factors at this knot"
+            )
         W = A
         # θ border: S = Htt − Σ Z_kᵀ Z_k, s = gt − Σ Z_kᵀ z_k, accumulated in blocks of knots
-        S, s = Htt.copy(), gt.copy()
+        S = Htt.copy()
+        s = np.column_stack([gt] + [np.asarray(gtp, float) for _, gtp in rhs])
         for c0 in range(0, N, self.CHUNK):
             Wc = W[c0:c0 + self.CHUNK]
             Z = Wc[:, :, nx:nx + nt].reshape(-1, nt)
             S -= Z.T @ Z
-            s -= Z.T @ Wc[:, :, -1].reshape(-1)
+            s -= Z.T @ Wc[:, :, nx + nt:].reshape(-1, 1 + P)
         try:
             Ls_t = np.linalg.cholesky(S)
         except np.linalg.LinAlgError:
@@ -278,16 +298,15 @@ class StructuredSolver:
                 "the parameter block is not positive definite after eliminating the states; "
                 "give every parameter a prior (prior std too large?)"
             ) from None
-        dtheta = -np.linalg.solve(Ls_t.T, np.linalg.solve(Ls_t, s))
-        # back substitution: δx_k = −L_k^{-T} (z_k + U_k δx_{k+1} + Z_k δθ)  (BLAS trsv with L_kᵀ)
-        c = W[:, :, -1] + W[:, :, nx:nx + nt] @ dtheta
-        dx = np.empty((N, nx))
-        nxt = np.zeros(nx)
-        trsv = blas.dtrsv
-        for k in range(N - 1, -1, -1):
-            rhs = c[k] + W[k, :, :nx] @ nxt
-            nxt = -trsv(Lfac[k].T, rhs, lower=0)  # Lfac[k].T: F-ordered view of L_kᵀ (upper)
-            dx[k] = nxt
+        dthetas = -np.linalg.solve(Ls_t.T, np.linalg.solve(Ls_t, s))  # (nθ, 1 + P)
+        # back substitution: δx_k = −L_k^{-T} (z_k + U_k δx_{k+1} + Z_k δθ)
+        cs = W[:, :, nx + nt:] + W[:, :, nx:nx + nt] @ dthetas
+        sols = []
+        for p in range(1 + P):
+            dx = np.empty((N, nx))
+            block_backward(W, Lfac, np.ascontiguousarray(cs[:, :, p]), dx)
+            sols.append((dx, dthetas[:, p].copy()))
+        dx, dtheta = sols[0]
         # predicted decrease of ½‖r‖² for the damped step: −gᵀδ − ½ δᵀHδ = −½ gᵀδ + ½ λ δᵀ diag δ
         g_dot = float(np.sum(gx0 * dx) + gt @ dtheta)
         damp_term = 0.0
@@ -295,7 +314,7 @@ class StructuredSolver:
             damp_term = float(np.sum(np.maximum(H_diag_x, floor) * dx * dx)
                               + np.sum(np.maximum(H_diag_t, floor) * dtheta * dtheta))
         pred = -0.5 * g_dot + 0.5 * lam * damp_term
-        return Step(dx, dtheta, S, pred)
+        return Step(dx, dtheta, S, pred, sols[1:])
 
 
 def solve_structured(graph: LinearizedGraph, lam: float = 0.0) -> Step:

@@ -12,8 +12,9 @@ This is the statistic of Helmert's variance-component estimation (Förstner 1979
 Estimation and Hypothesis Testing in Linear Models*, Sec. 3.6): σ_i² ← σ_i² · χ²_i / r_i.
 
 tr(H_ii) is estimated with Hutchinson's trace estimator: for a Rademacher vector z over all rows,
-−zᵢᵀ (A δ)_i with δ = −(AᵀA)⁻¹Aᵀz (one O(N) solve of the problem's own structure,
-`linear_solver.StructuredSolver`) has expectation tr(H_ii) (cross-term products have zero mean).
+−zᵢᵀ (A δ)_i with δ = −(AᵀA)⁻¹Aᵀz (O(N) solves of the problem's own structure,
+`linear_solver.StructuredSolver`; every probe is a right-hand side of one factorization) has
+expectation tr(H_ii) (cross-term products have zero mean).
 """
 
 from __future__ import annotations
@@ -35,8 +36,8 @@ def term_balance(problem: Problem, x, theta, probes: int = 4, seed: int = 0,
         problem: the solved `Problem` (measurement / prior terms on knots, pairs and θ; constraint and
             sparse pair-θ terms are not supported).
         x, theta: the solution (knot states and θ).
-        probes: Hutchinson probes (one O(N) solve each); the trace estimate's relative error is about
-            sqrt(2/probes)·‖H_ii‖_F / tr(H_ii), small for terms with many rows.
+        probes: Hutchinson probes (right-hand sides of one O(N) factorization); the trace estimate's
+            relative error is about sqrt(2/probes)·‖H_ii‖_F / tr(H_ii), small for terms with many rows.
         seed: random seed of the probes.
         columns: also one row per residual column (e.g. per joint) of knot and pair terms, named
             ``<term>[<column>]``.
@@ -63,11 +64,14 @@ def term_balance(problem: Problem, x, theta, probes: int = 4, seed: int = 0,
     solver = StructuredSolver()
     P = max(int(probes), 1)
     traces = [[] for _ in parts]  # per term: per-probe per-row Hutchinson samples
-    for _ in range(P):
-        zs = [np.where(p[3], rng.choice((-1.0, 1.0), size=np.shape(p[2].r)), 0.0) for p in parts]
-        step = solver.solve(_graph(problem, N, parts, zs), 0.0)
+    # every probe has the same Jacobian: one factorization, the probes as right-hand sides
+    zss = [[np.where(p[3], rng.choice((-1.0, 1.0), size=np.shape(p[2].r)), 0.0) for p in parts]
+           for _ in range(P)]
+    graphs = [_graph(problem, N, parts, zs) for zs in zss]
+    step = solver.solve(graphs[0], 0.0, rhs=[g.gradient() for g in graphs[1:]])
+    for zs, (dx, dtheta) in zip(zss, [(step.dx, step.dtheta)] + step.extra, strict=True):
         for i, (p, z) in enumerate(zip(parts, zs, strict=True)):
-            traces[i].append(-z * _apply(p[1], p[2], step.dx, step.dtheta))
+            traces[i].append(-z * _apply(p[1], p[2], dx, dtheta))
     rows = []
     for (name, touches, wb, active), samples in zip(parts, traces, strict=True):
         samples = np.asarray(samples)  # (P, *r.shape)

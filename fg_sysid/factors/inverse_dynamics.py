@@ -49,6 +49,19 @@ class LayoutModel:
         self.data = self.model.createData()
         self.iv = self.robot.joint_index_v()
         self._theta = None
+        self._pool = None  # Pinocchio ModelPool of `rnea`, made anew after the inertias change
+        self._pool_stale = True
+
+    def rnea(self, q: np.ndarray, v: np.ndarray, a: np.ndarray) -> np.ndarray:
+        """Rigid-body efforts M(q) a + h(q, v) (N, nv) [N·m | N] of the current θ's inertias (no
+        armature, friction or actuation), by Pinocchio's batched RNEA (`rneaInParallel`, one thread: the
+        loop over knots runs in C++; equal to the regressor form Y(q, v, a) π up to rounding)."""
+        if self._pool_stale:  # a pool holds copies of the model: a new one after the inertias change
+            self._pool = pin.ModelPool(self.model, 1)
+            self._pool_stale = False
+        q, v, a = (np.ascontiguousarray(np.atleast_2d(x), dtype=float) for x in (q, v, a))
+        tau = np.asarray(pin.rneaInParallel(1, self._pool, q.T, v.T, a.T))
+        return tau.reshape(self.model.nv, q.shape[0]).T  # (a single knot comes back as a vector)
 
     def set_theta(self, theta: np.ndarray) -> None:
         theta = np.asarray(theta, dtype=float)
@@ -61,6 +74,7 @@ class LayoutModel:
         self.ti, self.tf, self.ta = L.split(theta)
         self.Ji, self.Jf, self.Ja_arm = L.jacobian_blocks(theta)
         self.robot.write_inertias(self.model, self.pi)
+        self._pool_stale = True
         self.pi_flat = self.pi.ravel().copy()
 
 
@@ -92,8 +106,8 @@ class InverseDynamicsResidual(LayoutModel):
         n, nv = v.shape
         model, data = self.model, self.data
         L = self.layout
-        Y = np.empty((n, nv, 10 * L.nb))
         if jacobians:
+            Y = np.empty((n, nv, 10 * L.nb))
             Jq = np.empty((n, nv, nv))
             Jv = np.empty((n, nv, nv))
             Ja = np.empty((n, nv, nv))
@@ -105,10 +119,9 @@ class InverseDynamicsResidual(LayoutModel):
                 Y[k] = pin.computeJointTorqueRegressor(model, data, q[k], v[k], a[k])
             # Pinocchio fills only the upper triangle of M in some versions; symmetrize.
             Ja = np.triu(Ja) + np.transpose(np.triu(Ja, 1), (0, 2, 1))
-        else:
-            for k in range(n):
-                Y[k] = pin.computeJointTorqueRegressor(model, data, q[k], v[k], a[k])
-        r = Y @ self.pi_flat
+            r = Y @ self.pi_flat
+        else:  # the residual alone (cost evaluations): RNEA with the θ inertias, one C++ loop over knots
+            r = self.rnea(q, v, a)
         tf, dtf_dv, dtf_da, dtf_dth = self.friction(v, a)
         iv = self.iv
         r[:, iv] += tf + a[:, iv] * self.parm
