@@ -78,25 +78,30 @@ def test_auto_turns_the_rows_on_for_a_noisy_log_and_it_pays():
 
 def test_auto_lead_law_is_dropped_where_the_rows_fire():
     """friction="auto" fits the lead law (friction of v + T·a); where the accelerations absorbed the noise
-    the refit with the rows keeps T = 0 (coulomb-viscous-scale, warm-started from the first fit's θ less
-    T) and summary.json says so; on a precise log the lead law stays."""
-    from fg_sysid.estimation.friction_select import LEAD_LAW
-    from fg_sysid.estimation.jerk_auto import drop_lead
+    the refit with the rows has no lead and fits stribeck6 (warm-started: the first fit's inertias and
+    armature, the selection regression's Stribeck friction) and summary.json says so; on a precise log
+    the lead law stays."""
+    from fg_sysid.estimation.friction_select import LEAD_LAW, stribeck_physical
+    from fg_sysid.estimation.jerk_auto import noisy_refit_law
 
     robot, sim = _log(0.1)
     sm = _fit(robot, sim.log, acceleration_process="auto", friction="auto")
     assert sm.acceleration_auto_first_.layout.friction.name == LEAD_LAW
-    assert sm.result_.layout.friction.name == "coulomb-viscous-scale" and sm.friction == "auto"
+    assert sm.result_.layout.friction.name == "stribeck6" and sm.friction == "auto"
     sel = sm.result_.summary()["friction_selection"]
-    assert sel["chosen"] == "coulomb-viscous-scale" and "absorbed" in sel["reason"], sel
+    assert sel["chosen"] == "stribeck6" and "absorbed" in sel["reason"], sel
+    assert sel["regression_choice"] == "coulomb-viscous-scale", sel
     first = sm.acceleration_auto_first_
-    law, theta = drop_lead(first.layout, first.theta)
-    p0, p1 = first.layout.to_physical(first.theta), sm.result_.layout.to_physical(theta)
+    law, theta = noisy_refit_law(sm, first.layout, first.theta)
+    new = sm.result_.layout
+    p0, p1 = first.layout.to_physical(first.theta), new.to_physical(theta)
     lay = first.layout
-    assert law == "coulomb-viscous-scale" and theta.size == first.theta.size - robot.n_joints
-    np.testing.assert_allclose(p1[:10 * lay.nb], p0[:10 * lay.nb], rtol=1e-12)
-    np.testing.assert_allclose(p1[sm.result_.layout.s_friction].reshape(lay.nj, 3),
-                               p0[lay.s_friction].reshape(lay.nj, 4)[:, :3], rtol=1e-12)
+    assert law == "stribeck6" and theta.size == first.theta.size + 2 * robot.n_joints
+    np.testing.assert_allclose(p1[new.s_inertial], p0[lay.s_inertial], rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(p1[new.s_armature], p0[lay.s_armature], rtol=1e-9)
+    np.testing.assert_allclose(p1[new.s_friction],
+                               stribeck_physical(sm.friction_selection_, robot, new)[new.s_friction],
+                               rtol=1e-9)
     robot, sim = _log(0.001)
     precise = _fit(robot, sim.log, acceleration_process="auto", friction="auto")
     assert precise.result_.layout.friction.name == LEAD_LAW

@@ -405,7 +405,9 @@ def fit_auto(smoother, log: Log):
     fitted = smoother.result_.layout.friction.name
     if fitted != chosen:  # the lead dropped by the acceleration-process refit (`jerk_auto`)
         reason += (f"; fitted {fitted}: the knot accelerations absorbed the effort noise (acceleration "
-                   "process auto fired), so they cannot time the friction's lead")
+                   "process auto fired), so they cannot time the friction's lead, and at that noise the "
+                   "regression cannot see a Stribeck peak: the refit fits stribeck6, which nests the tanh "
+                   "law (`jerk_auto.noisy_refit_law`)")
         chosen = fitted
     info = {**(sel.as_dict() if sel is not None else {}), "chosen": chosen, "reason": reason}
     if sel is not None:

@@ -33,7 +33,7 @@ import numpy as np
 
 from .noise import savgol_derivatives
 
-__all__ = ["THRESHOLD", "absorption_diagnostic", "drop_lead", "fit_auto"]
+__all__ = ["THRESHOLD", "absorption_diagnostic", "fit_auto", "noisy_refit_law"]
 
 #: the rule fires when the median joint's Nyquist-band RMS of the fitted a exceeds this × the motion's RMS a
 THRESHOLD = 1.0
@@ -115,21 +115,33 @@ def early_rule(smoother):
     return rule
 
 
-def drop_lead(layout, theta) -> tuple[str, np.ndarray]:
-    """``("coulomb-viscous-scale", θ)``: a `CoulombViscousLead` fit's θ without the lead T (issue 9,
-    session 10). The lead is timed by the knot accelerations; where they absorbed the effort noise (the
-    rule of this module fires) T only fits that noise (Z1 σ = 0.1: T of −10 … +18 ms, held-out Stribeck
-    1.87 → 2.74 %), so `friction_select.fit_auto`'s refit keeps the tanh law at T = 0."""
-    from ..layout import ParameterLayout
+def noisy_refit_law(smoother, layout, theta) -> tuple[str, np.ndarray]:
+    """``("stribeck6", θ)`` for the refit of a `CoulombViscousLead` fit (friction="auto") whose knot
+    accelerations absorbed the effort noise (issue 9, sessions 10–11).
 
-    law = "coulomb-viscous-scale"
-    p = layout.to_physical(theta)
-    fr = p[layout.s_friction].reshape(layout.nj, layout.kf)[:, :3]  # (fc, fv, vs): T dropped
+    The lead T is timed by the knot accelerations; where they absorbed the noise (this module's rule
+    fires) T only fits that noise (Z1 σ = 0.1: T of −10 … +18 ms, held-out Stribeck 1.87 → 2.74 %), so the
+    refit drops it. It fits `Stribeck6` instead of the tanh law: at that noise level the selection's
+    regression cannot see a Stribeck peak (its CV gain is inside the noise), while `stribeck6` nests the
+    tanh law and costs little where there is none — measured on 20 s / 1 kHz σ = 0.1 logs
+    (docs/friction-selection.md): Z1 Stribeck truth 1.93 → 1.04 % held out, in class 0.320 → 0.334 %,
+    sharp 0.384 → 0.433 %, MuJoCo 0.982 → 0.973 %.
+
+    θ: the first fit's inertias, armature and actuation; friction from the selection's Stribeck
+    regression (`friction_select.stribeck_physical`)."""
+    from ..layout import ParameterLayout
+    from .friction_select import stribeck_physical
+
+    law = "stribeck6"
     new = ParameterLayout.create(layout.robot, layout.inertia, law, layout.friction.velocity_scale,
                                  fit_friction=layout.fit_friction, fit_armature=layout.fit_armature,
                                  actuation=layout.actuation)
-    q = np.concatenate([p[layout.s_inertial], fr.ravel(), p[layout.s_armature], p[layout.s_actuation]])
-    return law, new.to_theta(q)
+    p_new = stribeck_physical(smoother.friction_selection_, layout.robot, new)
+    p = layout.to_physical(theta)
+    for s_old, s_new in ((layout.s_inertial, new.s_inertial), (layout.s_armature, new.s_armature),
+                         (layout.s_actuation, new.s_actuation)):
+        p_new[s_new] = p[s_old]
+    return law, new.to_theta(p_new)
 
 
 def fit_auto(smoother, log):
@@ -160,8 +172,8 @@ def fit_auto(smoother, log):
         if diag["fires"]:
             smoother.acceleration_process = True
             theta = np.array(first.theta, copy=True)
-            if getattr(smoother, "_auto_lead", False):  # friction="auto"'s lead law: T = 0 in the refit
-                smoother.friction, theta = drop_lead(first.layout, theta)
+            if getattr(smoother, "_auto_lead", False):  # friction="auto"'s lead law: no lead in the refit
+                smoother.friction, theta = noisy_refit_law(smoother, first.layout, theta)
             # q, v and θ of the first fit; its accelerations carry the absorbed noise the rows are about to
             # remove (the refit's first cost ~1e12 on the Z1 at σ = 0.1): start a from the SG filter instead
             # (session 10: 28 → 15 refit iterations there, exact-state error 1.004 → 1.000 %)
