@@ -112,7 +112,8 @@ def run(robot_name: str, repeat: int) -> list[dict]:
              ("solve (compiled)", best(lambda: sm._lm.linear_solve(graph, 0.0), repeat)),
              ("solve (BLAS loop)", best(lambda: blas_loop_solve(graph), repeat)),
              ("Hutchinson, 4 probes, one factorization",
-              best(lambda: noise_balance.term_balance(prob, x, theta, probes=4), repeat))]
+              best(lambda: noise_balance.term_balance(prob, x, theta, probes=4,
+                                                     solver=sm._lm.linear_solver), repeat))]
     out = [{"robot": robot_name, "knots": graph.n_knots, "nx": graph.nx, "ntheta": graph.ntheta,
             "piece": name, "seconds": sec} for name, sec in rows]
     print(f"[{robot_name}] compiled vs BLAS-loop step: max relative difference {agree:.1e}", flush=True)

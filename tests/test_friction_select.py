@@ -150,7 +150,7 @@ def test_cli_auto_option_and_errors(tmp_path):
     assert s["friction_model"] == sel["chosen"] and sel["regression_choice"] in fs.CANDIDATES
     if sel["regression_choice"] == "stribeck6":
         assert sel["chosen"] == "stribeck6"
-    else:  # the lead form of the Coulomb–viscous family, or stribeck6 where the accelerations absorbed the noise
+    else:  # the lead form of the Coulomb–viscous family, or stribeck6 where the accelerations absorbed noise
         dropped = sel["chosen"] == "stribeck6" and "absorbed" in sel["reason"]
         assert sel["chosen"] == fs.LEAD_LAW or dropped
     assert set(sel["cv_scores"]) == set(fs.CANDIDATES) and sel["reason"]

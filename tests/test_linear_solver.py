@@ -141,7 +141,7 @@ def test_compiled_elimination_matches_blas_loop_on_a_long_chain():
         else:
             A[k, :, :nx] = 0.0
     A2, B2, L2 = A0.copy(), B0.copy(), np.empty((N, nx, nx))
-    assert block_forward(A2, B2, L2) == -1
+    assert block_forward(A2, np.empty((N, nx, 0)), B2, L2) == -1
     np.testing.assert_allclose(A2, A, rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(L2, L, rtol=1e-10, atol=1e-12)
     c = A[:, :, -1].copy()
@@ -153,4 +153,4 @@ def test_compiled_elimination_matches_blas_loop_on_a_long_chain():
     block_backward(A2, L2, c, dx)
     np.testing.assert_allclose(dx, dx_ref, rtol=1e-10, atol=1e-12)
     A0[7, 3, 3] = -1.0  # an indefinite block is reported by its knot
-    assert block_forward(A0.copy(), B0.copy(), np.empty((N, nx, nx))) == 7
+    assert block_forward(A0.copy(), np.empty((N, nx, 0)), B0.copy(), np.empty((N, nx, nx))) == 7

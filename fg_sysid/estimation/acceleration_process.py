@@ -109,17 +109,19 @@ MAX_STEP_FACTOR = 10.0
 
 
 def helmert_factors(problem: Problem, x, theta, probes: int = 4, min_se: float = 5.0,
-                    seed: int = 0) -> np.ndarray | None:
+                    seed: int = 0, solver=None) -> np.ndarray | None:
     """Per-joint factors for σ_a from one step of Helmert's variance-component estimation at (x, θ):
     sqrt(χ²_j / r_j) of the acceleration rows of coordinate j, r_j = rows − tr(H_jj) their redundancy (the
     hat matrix's trace by Hutchinson's estimator, `noise_balance.term_balance`: the states' and θ's degrees
     of freedom accounted for, REML-like). Where r_j is below ``min_se`` standard errors, the pooled factor
     of all coordinates; clipped to [1/MAX_STEP_FACTOR, MAX_STEP_FACTOR]. Returns (nv,) (1 for coordinates
-    without rows) or None when the problem has no acceleration rows or terms `term_balance` cannot take."""
+    without rows) or None when the problem has no acceleration rows or terms `term_balance` cannot take.
+    ``solver``: a `StructuredSolver` to reuse (its work arrays), e.g. the estimator's own."""
     from .noise_balance import term_balance
 
     try:
-        df = term_balance(problem, x, theta, probes=probes, seed=seed, columns=True).set_index("term")
+        df = term_balance(problem, x, theta, probes=probes, seed=seed, columns=True,
+                          solver=solver).set_index("term")
     except ValueError:  # constraint / pair-θ terms (closed loops, energy rows)
         return None
     name = "acceleration_process"

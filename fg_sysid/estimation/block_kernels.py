@@ -20,18 +20,21 @@ __all__ = ["block_backward", "block_forward"]
 
 
 @njit(cache=True, nogil=True, fastmath=True)
-def block_forward(A, B, L):  # pragma: no cover - compiled (covered through StructuredSolver)
+def block_forward(A, E, B, L):  # pragma: no cover - compiled (covered through StructuredSolver)
     """Forward block elimination in time order, in place.
 
     Per knot: L_k = chol(D̃_k); W_k = L_k⁻¹ [C̃_k | g̃_k]; U_k = L_k⁻¹ B_k (written into B[k] and into
     A[k]'s first nx columns); then [D̃ | C̃ | g̃]_{k+1} −= U_kᵀ W_k. On return A[k] = [U_k | W_k] (the last
-    knot's U is 0) and L[k] holds L_k (upper triangle zero).
+    knot's U is 0) and L[k] holds L_k (upper triangle zero). ``E`` (N, nx, P): further right-hand sides,
+    eliminated alongside g (P may be 0).
 
     Returns −1, or the first knot whose block is not positive definite (the elimination stops there).
     """
     N, nx, ncol = A.shape
+    ne = E.shape[2]
     for k in range(N):
         Ak = A[k]
+        Ek = E[k]
         Lk = L[k]
         # Cholesky (lower) of the leading nx × nx block, lower triangle read
         for j in range(nx):
@@ -55,9 +58,15 @@ def block_forward(A, B, L):  # pragma: no cover - compiled (covered through Stru
                 c = Lk[i, m]
                 for j in range(nx, ncol):
                     Ak[i, j] -= c * Ak[m, j]
+            for m in range(i):
+                c = Lk[i, m]
+                for j in range(ne):
+                    Ek[i, j] -= c * Ek[m, j]
             inv = 1.0 / Lk[i, i]
             for j in range(nx, ncol):
                 Ak[i, j] *= inv
+            for j in range(ne):
+                Ek[i, j] *= inv
         if k == N - 1:
             for i in range(nx):
                 for j in range(nx):
@@ -76,12 +85,15 @@ def block_forward(A, B, L):  # pragma: no cover - compiled (covered through Stru
             for j in range(nx):
                 Ak[i, j] = Bk[i, j]
         A1 = A[k + 1]  # [D̃ | C̃ | g̃]_{k+1} −= U_kᵀ [U_k | W_k]
+        E1 = E[k + 1]
         for m in range(nx):
             for i in range(nx):
                 c = Ak[m, i]
                 if c != 0.0:
                     for j in range(ncol):
                         A1[i, j] -= c * Ak[m, j]
+                    for j in range(ne):
+                        E1[i, j] -= c * Ek[m, j]
     return -1
 
 

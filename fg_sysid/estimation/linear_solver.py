@@ -249,13 +249,13 @@ class StructuredSolver:
         self._shape = None
 
     def _workspace(self, N, nx, nt, nrhs):
-        if self._shape != (N, nx, nt, nrhs):
-            # [D_k | C_k | g_k (| further g_k)], updated in place, then overwritten by
-            # [U_k | L_k^{-1} C̃_k | L_k^{-1} g̃_k …]
-            self._A = np.empty((N, nx, nx + nt + nrhs))
+        if self._shape != (N, nx, nt):
+            # [D_k | C_k | g_k], updated in place, then overwritten by [U_k | L_k^{-1} C̃_k | L_k^{-1} g̃_k]
+            self._A = np.empty((N, nx, nx + nt + 1))
             self._L = np.empty((N, nx, nx))  # Cholesky factors L_k (lower)
-            self._shape = (N, nx, nt, nrhs)
-        return self._A, self._L
+            self._shape = (N, nx, nt)
+        E = np.empty((N, nx, nrhs))  # further right-hand sides (usually none)
+        return self._A, E, self._L
 
     def solve(self, graph: LinearizedGraph, lam: float = 0.0, rhs=()) -> Step:
         """Solve (H + λ·diag H) δ = −g for the graph's gradient g = Jᵀ r; ``rhs``: further gradients
@@ -263,10 +263,10 @@ class StructuredSolver:
         residuals), solved with the same factorization at the cost of a few columns (Step.extra)."""
         N, nx, nt = graph.n_knots, graph.nx, graph.ntheta
         P = len(rhs)
-        A, Lfac = self._workspace(N, nx, nt, 1 + P)
-        D, B, C, Htt, gx, gt = graph.normal_equations(out=A if P == 0 else A[:, :, :nx + nt + 1])
+        A, E, Lfac = self._workspace(N, nx, nt, P)
+        D, B, C, Htt, gx, gt = graph.normal_equations(out=A)
         for p, (gxp, _) in enumerate(rhs):
-            A[:, :, nx + nt + 1 + p] = gxp
+            E[:, :, p] = gxp
         H_diag_x = np.diagonal(D, axis1=1, axis2=2).copy()
         gx0 = gx.copy()
         floor = 1e-12 * max(float(np.max(np.abs(H_diag_x))), 1.0)
@@ -276,7 +276,7 @@ class StructuredSolver:
             _damp(Htt, lam, floor)
         # Block Cholesky in time order (`block_kernels.block_forward`): A becomes [U_k | W_k]
         B = np.ascontiguousarray(B, dtype=float)
-        bad = block_forward(A, B, Lfac)
+        bad = block_forward(A, E, B, Lfac)
         if bad >= 0:
             raise SingularSystemError(
                 f"state block of knot {bad} is not positive definite after eliminating the knots before "
@@ -290,7 +290,9 @@ class StructuredSolver:
             Wc = W[c0:c0 + self.CHUNK]
             Z = Wc[:, :, nx:nx + nt].reshape(-1, nt)
             S -= Z.T @ Z
-            s -= Z.T @ Wc[:, :, nx + nt:].reshape(-1, 1 + P)
+            s[:, 0] -= Z.T @ Wc[:, :, -1].reshape(-1)
+            if P:
+                s[:, 1:] -= Z.T @ E[c0:c0 + self.CHUNK].reshape(-1, P)
         try:
             Ls_t = np.linalg.cholesky(S)
         except np.linalg.LinAlgError:
@@ -300,11 +302,12 @@ class StructuredSolver:
             ) from None
         dthetas = -np.linalg.solve(Ls_t.T, np.linalg.solve(Ls_t, s))  # (nθ, 1 + P)
         # back substitution: δx_k = −L_k^{-T} (z_k + U_k δx_{k+1} + Z_k δθ)
-        cs = W[:, :, nx + nt:] + W[:, :, nx:nx + nt] @ dthetas
         sols = []
         for p in range(1 + P):
+            z = W[:, :, -1] if p == 0 else E[:, :, p - 1]
+            cp = z + W[:, :, nx:nx + nt] @ dthetas[:, p]
             dx = np.empty((N, nx))
-            block_backward(W, Lfac, np.ascontiguousarray(cs[:, :, p]), dx)
+            block_backward(W, Lfac, cp, dx)
             sols.append((dx, dthetas[:, p].copy()))
         dx, dtheta = sols[0]
         # predicted decrease of ½‖r‖² for the damped step: −gᵀδ − ½ δᵀHδ = −½ gᵀδ + ½ λ δᵀ diag δ

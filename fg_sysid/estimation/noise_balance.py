@@ -29,7 +29,7 @@ __all__ = ["balanced_noise", "term_balance"]
 
 
 def term_balance(problem: Problem, x, theta, probes: int = 4, seed: int = 0,
-                 columns: bool = False) -> pd.DataFrame:
+                 columns: bool = False, solver: StructuredSolver | None = None) -> pd.DataFrame:
     """χ² per term at (x, θ), its redundancy and χ²/redundancy.
 
     Args:
@@ -41,6 +41,8 @@ def term_balance(problem: Problem, x, theta, probes: int = 4, seed: int = 0,
         seed: random seed of the probes.
         columns: also one row per residual column (e.g. per joint) of knot and pair terms, named
             ``<term>[<column>]``.
+        solver: a `StructuredSolver` to reuse (an estimator's own: its work arrays of hundreds of MB are
+            then not allocated and faulted in again).
 
     Returns:
         DataFrame with ``term``, ``rows`` (rows with a non-zero Jacobian), ``chi2`` (Σ whitened r²),
@@ -61,7 +63,7 @@ def term_balance(problem: Problem, x, theta, probes: int = 4, seed: int = 0,
             active |= np.any(j != 0, axis=-1)
         parts.append((term.name, term.touches, wb, active))
     rng = np.random.default_rng(seed)
-    solver = StructuredSolver()
+    solver = StructuredSolver() if solver is None else solver
     P = max(int(probes), 1)
     traces = [[] for _ in parts]  # per term: per-probe per-row Hutchinson samples
     # every probe has the same Jacobian: one factorization, the probes as right-hand sides

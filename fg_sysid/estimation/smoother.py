@@ -401,7 +401,7 @@ class JointSmoother:
                 if noise.process_a is not None and self.acceleration_process != "fixed":  # issue 9 s. 9
                     from .acceleration_process import helmert_factors
 
-                    fa = helmert_factors(self.problem_, x, theta)
+                    fa = helmert_factors(self.problem_, x, theta, solver=self._lm.linear_solver)
                     if fa is not None:
                         fa = np.where(noise.process_a > 0, fa[iv], 1.0)
                         noise.process_a = noise.process_a * fa

@@ -95,6 +95,12 @@ class LevenbergMarquardt:
             return solve_gtsam(graph, lam)
         return self._linear.solve(graph, lam)
 
+    @property
+    def linear_solver(self) -> StructuredSolver:
+        """The `StructuredSolver` of this optimizer (keeps its work arrays across solves: reuse it for
+        further solves of the same problem, e.g. `noise_balance.term_balance`)."""
+        return self._linear
+
     def linear_solve(self, graph, lam: float = 0.0):
         """One O(N) solve of a linearized problem (`linear_solver.StructuredSolver`; reuses its workspace)."""
         return self._linear.solve(graph, lam)
