@@ -28,13 +28,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pinocchio as pin
-from scipy.linalg import blas, lapack
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_outofclass import simulate_truth  # noqa: E402
 
 from fg_sysid.estimation import noise_balance  # noqa: E402
+from fg_sysid.estimation.block_kernels import blas_backward, blas_forward  # noqa: E402
 from fg_sysid.estimation.smoother import JointSmoother  # noqa: E402
 from fg_sysid.robots import load_robot  # noqa: E402
 
@@ -47,16 +47,7 @@ def blas_loop_solve(graph):
     D, B, C, Htt, gx, gt = graph.normal_equations(out=A)
     B = np.ascontiguousarray(B)
     L = np.empty((N, nx, nx))
-    for k in range(N):
-        Lk, info = lapack.dpotrf(A[k, :, :nx], lower=1, clean=1)
-        L[k] = Lk
-        blas.dtrsm(1.0, Lk, A[k].T, side=1, lower=1, trans_a=1, overwrite_b=1)
-        if k < N - 1:
-            blas.dtrsm(1.0, Lk, B[k].T, side=1, lower=1, trans_a=1, overwrite_b=1)
-            A[k, :, :nx] = B[k]
-            blas.dgemm(-1.0, A[k].T, B[k].T, beta=1.0, c=A[k + 1].T, trans_b=1, overwrite_c=1)
-        else:
-            A[k, :, :nx] = 0.0
+    blas_forward(A, B, L)
     S, s = Htt.copy(), gt.copy()
     for c0 in range(0, N, 512):
         Wc = A[c0:c0 + 512]
@@ -65,10 +56,8 @@ def blas_loop_solve(graph):
         s -= Z.T @ Wc[:, :, -1].reshape(-1)
     dtheta = -np.linalg.solve(S, s)
     c = A[:, :, -1] + A[:, :, nx:nx + nt] @ dtheta
-    dx, nxt = np.empty((N, nx)), np.zeros(nx)
-    for k in range(N - 1, -1, -1):
-        nxt = -blas.dtrsv(L[k].T, c[k] + A[k, :, :nx] @ nxt, lower=0)
-        dx[k] = nxt
+    dx = np.empty((N, nx))
+    blas_backward(A, L, c, dx)
     return dx, dtheta
 
 

@@ -117,9 +117,7 @@ def test_further_right_hand_sides_share_the_factorization(lam):
 def test_compiled_elimination_matches_blas_loop_on_a_long_chain():
     """The compiled per-knot loops (`block_kernels`) against the LAPACK/BLAS formulation they replaced,
     on a chain long enough for rounding to accumulate (300 knots, 18 states, 40 border columns)."""
-    from scipy.linalg import blas, lapack
-
-    from fg_sysid.estimation.block_kernels import block_backward, block_forward
+    from fg_sysid.estimation.block_kernels import blas_backward, blas_forward, block_backward, block_forward
 
     N, nx, ncol = 300, 18, 18 + 40 + 1
     rng = np.random.default_rng(5)
@@ -129,28 +127,17 @@ def test_compiled_elimination_matches_blas_loop_on_a_long_chain():
         A0[k, :, :nx] = M @ M.T / nx + 6 * np.eye(nx)
     B0 = 0.1 * rng.standard_normal((N - 1, nx, nx))
     A, B, L = A0.copy(), B0.copy(), np.empty((N, nx, nx))
-    for k in range(N):  # the reference: potrf, trsm, gemm per knot
-        Lk, info = lapack.dpotrf(A[k, :, :nx], lower=1, clean=1)
-        assert info == 0
-        L[k] = Lk
-        blas.dtrsm(1.0, Lk, A[k].T, side=1, lower=1, trans_a=1, overwrite_b=1)
-        if k < N - 1:
-            blas.dtrsm(1.0, Lk, B[k].T, side=1, lower=1, trans_a=1, overwrite_b=1)
-            A[k, :, :nx] = B[k]
-            blas.dgemm(-1.0, A[k].T, B[k].T, beta=1.0, c=A[k + 1].T, trans_b=1, overwrite_c=1)
-        else:
-            A[k, :, :nx] = 0.0
+    assert blas_forward(A, B, L) == -1  # the reference: potrf, trsm, gemm per knot
     A2, B2, L2 = A0.copy(), B0.copy(), np.empty((N, nx, nx))
     assert block_forward(A2, np.empty((N, nx, 0)), B2, L2) == -1
     np.testing.assert_allclose(A2, A, rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(L2, L, rtol=1e-10, atol=1e-12)
     c = A[:, :, -1].copy()
-    dx_ref, nxt = np.empty((N, nx)), np.zeros(nx)
-    for k in range(N - 1, -1, -1):
-        nxt = -blas.dtrsv(L[k].T, c[k] + A[k, :, :nx] @ nxt, lower=0)
-        dx_ref[k] = nxt
+    dx_ref = np.empty((N, nx))
+    blas_backward(A, L, c, dx_ref)
     dx = np.empty((N, nx))
     block_backward(A2, L2, c, dx)
     np.testing.assert_allclose(dx, dx_ref, rtol=1e-10, atol=1e-12)
     A0[7, 3, 3] = -1.0  # an indefinite block is reported by its knot
     assert block_forward(A0.copy(), np.empty((N, nx, 0)), B0.copy(), np.empty((N, nx, nx))) == 7
+    assert blas_forward(A0.copy(), B0.copy(), np.empty((N, nx, nx))) == 7

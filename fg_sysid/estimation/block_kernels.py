@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import numpy as np
 from numba import njit
+from scipy.linalg import blas, lapack
 
-__all__ = ["block_backward", "block_forward"]
+__all__ = ["blas_backward", "blas_forward", "block_backward", "block_forward"]
 
 
 @njit(cache=True, nogil=True, fastmath=True)
@@ -120,3 +121,32 @@ def block_backward(W, L, c, dx):  # pragma: no cover - compiled (covered through
         for i in range(nx):
             nxt[i] = -rhs[i]
             dx[k, i] = nxt[i]
+
+
+def blas_forward(A, B, L) -> int:
+    """`block_forward` without right-hand sides beyond g, as the per-knot LAPACK/BLAS loop from Python of
+    sessions 1–10 (potrf, trsm in place, gemm per knot): the reference the compiled kernel is checked and
+    timed against (tests/test_linear_solver.py, benchmarks/bench_arm_iteration.py). Same in/out contract."""
+    N, nx, _ = A.shape
+    for k in range(N):
+        Lk, info = lapack.dpotrf(A[k, :, :nx], lower=1, clean=1)
+        if info != 0:
+            return k
+        L[k] = Lk
+        blas.dtrsm(1.0, Lk, A[k].T, side=1, lower=1, trans_a=1, overwrite_b=1)
+        if k < N - 1:
+            blas.dtrsm(1.0, Lk, B[k].T, side=1, lower=1, trans_a=1, overwrite_b=1)
+            A[k, :, :nx] = B[k]
+            blas.dgemm(-1.0, A[k].T, B[k].T, beta=1.0, c=A[k + 1].T, trans_b=1, overwrite_c=1)
+        else:
+            A[k, :, :nx] = 0.0
+    return -1
+
+
+def blas_backward(W, L, c, dx) -> None:
+    """`block_backward` as the per-knot BLAS loop (``dtrsv``) it replaced (reference)."""
+    N, nx, _ = W.shape
+    nxt = np.zeros(nx)
+    for k in range(N - 1, -1, -1):
+        nxt = -blas.dtrsv(L[k].T, c[k] + W[k, :, :nx] @ nxt, lower=0)
+        dx[k] = nxt
