@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 import warnings
 from pathlib import Path
 
@@ -32,6 +31,7 @@ import pinocchio as pin
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_outofclass import simulate_truth  # noqa: E402
+from benchlib import best  # noqa: E402
 
 from fg_sysid.estimation import noise_balance  # noqa: E402
 from fg_sysid.estimation.block_kernels import blas_backward, blas_forward  # noqa: E402
@@ -66,15 +66,6 @@ def regressor_cost(idr, q, v, a):
     Y = np.array([pin.computeJointTorqueRegressor(idr.model, idr.data, q[k], v[k], a[k])
                   for k in range(q.shape[0])])
     return Y @ idr.pi_flat
-
-
-def best(fn, repeat):
-    out = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        out.append(time.perf_counter() - t0)
-    return min(out)
 
 
 def run(robot_name: str, repeat: int) -> list[dict]:

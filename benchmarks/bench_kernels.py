@@ -27,12 +27,12 @@ from __future__ import annotations
 
 import argparse
 import pickle
-import time
 import warnings
 
 import numpy as np
 import pandas as pd
 import pinocchio as pin
+from benchlib import best
 from threadpoolctl import threadpool_limits
 
 from fg_sysid.estimation.floating_baseline import manifold_sg_states
@@ -42,15 +42,6 @@ from fg_sysid.factors.contact import contact_motion_residuals
 from fg_sysid.factors.contact_forces import world_forces
 from fg_sysid.factors.imu import accelerometer_residual, gyro_residual
 from fg_sysid.robots import load_robot
-
-
-def best(f, repeat):
-    ts = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        f()
-        ts.append(time.perf_counter() - t0)
-    return min(ts)
 
 
 class _Captured(Exception):

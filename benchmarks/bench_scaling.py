@@ -12,26 +12,17 @@ Usage: python benchmarks/bench_scaling.py [--robot z1] [--knots 1000 4000 16000]
 from __future__ import annotations
 
 import argparse
-import time
 import warnings
 
 import pandas as pd
 import pinocchio as pin
+from benchlib import best
 from threadpoolctl import threadpool_limits
 
 from fg_sysid.datasets.simulate import simulate
 from fg_sysid.estimation.linear_solver import solve_gtsam, solve_structured
 from fg_sysid.estimation.smoother import JointSmoother
 from fg_sysid.robots import load_robot
-
-
-def best(f, repeat):
-    ts = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        f()
-        ts.append(time.perf_counter() - t0)
-    return min(ts)
 
 
 def measure(robot_name: str, n: int, repeat: int, with_gtsam: bool) -> dict:

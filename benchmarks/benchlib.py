@@ -18,6 +18,17 @@ import numpy as np
 from fg_sysid.cli.identify import run_identification
 from fg_sysid.validation import heldout_accelerations, model_spec, nominal_model, predict_efforts
 
+
+def best(fn, repeat: int) -> float:
+    """Wall seconds of the fastest of ``repeat`` calls of ``fn()`` (kernel timings)."""
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return min(times)
+
+
 #: method name -> (method, estimator options) of `run_identification` (None: the nominal URDF model, no fit).
 METHODS = {
     "smoother": ("smoother", {}),  # = fg-sysid identify's default (friction coulomb-viscous-scale)
