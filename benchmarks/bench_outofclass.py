@@ -109,6 +109,15 @@ def floor_prediction(truth: dict, robot, q, v, a) -> np.ndarray:
     return gain * tau + offset
 
 
+def _first_fit_iterations(result):
+    """Iterations of `jerk_auto`'s first fit when it refitted (None otherwise)."""
+    noise = getattr(result, "noise", None) or {}
+    rec = noise.get("acceleration_process_auto") if isinstance(noise, dict) else None
+    if not isinstance(rec, dict) or rec.get("chosen") != "on":
+        return None
+    return rec.get("first_fit", {}).get("iterations")
+
+
 def run(robot_name, truth_name, noise, methods, duration, heldout, rate, model_dir=None,
         oracle: bool = False) -> list[dict]:
     robot = load_robot(robot_name)
@@ -153,6 +162,8 @@ def run(robot_name, truth_name, noise, methods, duration, heldout, rate, model_d
                      "stick_fraction": split["stick_fraction"], **extra, "seconds": f["seconds"],
                      "cpu_seconds": f["cpu_seconds"],
                      "iterations": f["iterations"], "converged": f["converged"],
+                     # acceleration_process="auto": the first fit's iterations (the refit's are above)
+                     "first_fit_iterations": _first_fit_iterations(f.get("result")),
                      "consistent": f["consistent"],
                      "sg_window_ms": 1e3 * f["sg_filter"].get("window_s", float("nan")),
                      # the smoother's friction law (with friction="auto": the one the selection chose)

@@ -56,6 +56,9 @@ METHODS = {
     # issue 9 session 11: stribeck6 with the other defaults (the σ = 0.1 candidate where the lead is dropped)
     "default-stribeck6": ("smoother", {"friction": "stribeck6", "acceleration_process": "auto"}),
     "smoother-cvs": ("smoother", {"friction": "coulomb-viscous-scale"}),  # the default before friction="auto"
+    # issue 9 session 12: every default but θ steps taken as θ + δθ (the default before session 12)
+    "default-additive": ("smoother", {"friction": "auto", "acceleration_process": "auto",
+                                      "theta_steps": "additive"}),
 
     # issue 9, session 7 (TIAGo): the defaults before it, one at a time, and the robust/offset options
     "smoother-line-search": ("smoother", {"strategy": "line-search"}),

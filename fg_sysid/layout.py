@@ -182,6 +182,52 @@ class ParameterLayout:
             J[self.s_actuation, self.s_actuation] = np.diag(self.actuation_jacobian(theta))
         return J
 
+    def retract(self, theta: np.ndarray, dtheta: np.ndarray) -> np.ndarray:
+        """θ ⊕ δθ taken through the physical parameters the dynamics are linear in (issue 9, session 12).
+
+        The inverse dynamics are linear in each body's π and in the armature (paper 004 eq. 43), so the
+        cost is nearly quadratic in them and a Gauss–Newton step is a straight line there: δp = (∂p/∂θ) δθ.
+        θ + δθ follows that line only to first order: where the data fix a sum and leave its split to the
+        prior (a joint's armature and its link's inertia about the axis, mass and first moment along a
+        link) the straight line in θ leaves the data term's narrow valley and the line search shortens
+        the whole step (`benchmarks/bench_theta_steps.py`). Here each body's π + δπ is mapped back to θ
+        exactly (`to_theta`) where it is physically consistent, and each armature a + δa where it stays
+        positive; a block the straight line takes outside the valid set takes θ + δθ (clamping such a
+        body onto the set's boundary instead bends its curve away from δθ; tried in session 12, it cost
+        iterations on the Z1 out-of-class rows). Every block's curve has δθ as its tangent at δθ → 0, so
+        the line search's shortening still reaches a decrease. Friction (whose shape parameters enter
+        nonlinearly) and actuation keep θ + δθ, and so do the inertial blocks unless
+        ``inertia="log-cholesky"`` (the default; "raw" is linear already, and "exponential-eigenvalue" has
+        several θ per body, so mapping back could jump to another θ of the same π and change the prior's
+        cost).
+        """
+        theta = np.asarray(theta, dtype=float)
+        dtheta = np.asarray(dtheta, dtype=float)
+        out = theta + dtheta
+        ti, _, ta = self.split(theta)
+        di, _, da = self.split(dtheta)
+        if self.nb and self.inertia.name == "log-cholesky":  # a bijection onto the consistent set
+            Ji = self.inertia.jacobian_batch(ti)
+            pi_new = self.inertia.to_physical_batch(ti) + np.einsum("bij,bj->bi", Ji, di)
+            oi = out[self.s_inertial].reshape(self.nb, 10)
+            for b in np.flatnonzero(np.any(di != 0, axis=1)):
+                try:
+                    tb = np.asarray(self.inertia.to_theta(pi_new[b]), float)
+                except (np.linalg.LinAlgError, ValueError):
+                    continue
+                # only a consistent π + δπ (`to_theta` would clamp one outside the set: not a retraction)
+                back = self.inertia.to_physical_batch(tb[None])[0]
+                if np.all(np.isfinite(tb)) and np.allclose(back, pi_new[b], rtol=1e-9,
+                                                           atol=1e-12 * np.max(np.abs(pi_new[b]))):
+                    oi[b] = tb
+            out[self.s_inertial] = oi.ravel()
+        if self.nj and self.fit_armature:
+            pa_new = self.armature.to_physical(ta) * (1.0 + da)  # d exp(θ)/dθ = exp(θ)
+            ok = (pa_new > self.armature.FLOOR) & (da != 0)  # (`to_theta` floors at FLOOR)
+            out[self.s_armature] = np.where(ok, self.armature.to_theta(np.where(ok, pa_new, 1.0)),
+                                            out[self.s_armature])
+        return out
+
     def to_theta_projected(self, p: np.ndarray, fallback: np.ndarray) -> tuple[np.ndarray, list[str]]:
         """θ of ``p``, made representable: a physically inconsistent body is projected onto the
         consistent set (`project_pseudo_inertia`); a body that still cannot be represented, and friction

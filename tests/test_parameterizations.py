@@ -402,3 +402,41 @@ def test_positive_scalar():
     assert np.allclose(ps.to_theta(ps.to_physical(th)), th)
     assert np.all(np.isfinite(ps.to_theta(np.array([0.0, -1.0]))))
     assert ps.to_physical(ps.to_theta(0.0)) == pytest.approx(ps.FLOOR)
+
+
+@pytest.mark.parametrize("inertia", ["log-cholesky", "exponential-eigenvalue", "raw"])
+def test_layout_retract_through_physical_parameters(inertia):
+    """`ParameterLayout.retract` (issue 9, session 12): π + J δπ and a + J δa exactly where valid, the
+    Gauss–Newton direction as its tangent, θ + δθ for friction and for blocks that would leave the valid
+    set."""
+    from fg_sysid.layout import ParameterLayout
+
+    # (the UR10's URDF bodies lie well inside the consistent set; the Panda's are near-rods at its edge)
+    layout = ParameterLayout.create(load_robot("ur10"), inertia, "stribeck6")
+    rng = np.random.default_rng(3)
+    theta = layout.to_theta(layout.nominal_physical())
+    assert np.array_equal(layout.retract(theta, np.zeros(layout.n)), theta)  # untouched blocks stay
+    d = 0.01 * rng.standard_normal(layout.n)  # (0.1 in log-Cholesky coordinates leaves the valid set)
+    out = layout.retract(theta, d)
+    p, p_new = layout.to_physical(theta), layout.to_physical(out)
+    lin = p + layout.jacobian(theta) @ d
+    physical = (layout.s_inertial, layout.s_armature) if inertia == "log-cholesky" else (layout.s_armature,)
+    for s in physical:  # exact along the physical line
+        np.testing.assert_allclose(p_new[s], lin[s], rtol=1e-8, atol=1e-12)
+    np.testing.assert_array_equal(out[layout.s_friction], (theta + d)[layout.s_friction])
+    if inertia != "log-cholesky":  # raw: linear already; exponential-eigenvalue: several θ per body
+        np.testing.assert_array_equal(out[layout.s_inertial], (theta + d)[layout.s_inertial])
+    # tangent: the curve leaves θ along δθ (second-order difference from θ + t δθ)
+    gaps = [np.max(np.abs(layout.retract(theta, t * d) - (theta + t * d))) for t in (1e-2, 1e-3)]
+    assert gaps[1] < 0.02 * gaps[0] + 1e-12
+    # a step whose straight line leaves the valid set keeps θ + δθ for that block (a body whose I_xx would
+    # turn negative, an armature a(1 − 3) < 0); θ + δθ is still a consistent body
+    big = np.zeros(layout.n)
+    big[layout.s_armature.start] = -3.0
+    if inertia == "log-cholesky":
+        J0 = layout.jacobian(theta)[:10, :10]
+        big[:10] = np.linalg.solve(J0, np.r_[0.0, 0.0, 0.0, 0.0, -2.0 * p[4], np.zeros(5)])  # I_xx → −I_xx
+        assert check_physical_consistency((p[:10] + J0 @ big[:10])[None], ["b0"])  # the line leaves the set
+    out = layout.retract(theta, big)
+    np.testing.assert_allclose(out, theta + big, rtol=0, atol=1e-12)
+    assert np.all(np.isfinite(layout.to_physical(out)))

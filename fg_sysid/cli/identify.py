@@ -182,6 +182,12 @@ def _positive(name, val, allow_none=True):
                    "Nielsen's gain-ratio λ; hybrid: gain-ratio λ carried across reweighting rounds, steps "
                    "halved where the model overshoots and λ raised when only short steps lower the cost "
                    "(docs/damping.md).")
+@click.option("--theta-steps", "theta_steps", type=click.Choice(("physical", "additive")),
+              default="physical", show_default=True,
+              help="Smoother, fixed base: how a solver step moves θ. physical (default): each body's "
+                   "inertial parameters and each armature step along a straight line in physical units, "
+                   "mapped back to the consistent parameterization (the dynamics are linear in them; fewer "
+                   "shortened steps); additive: θ + δθ (before session 12; docs/damping.md).")
 @click.option("--stick-weights", "stick_weights", type=click.Choice(("none", "velocity-noise", "law-width")),
               default="none", show_default=True,
               help="Smoother, fixed base: widen the effort noise of samples near velocity reversals by the "
@@ -204,7 +210,7 @@ def identify_cmd(log_path, robot_source, out, method, knot_stride, sigma_q, sigm
                  symmetry, symmetry_std, constraints, process_noise, impacts, touchdown_settle, use_forces,
                  energy, dynamics, fit_actuation, quiet, robust="none", damping="line-search",
                  stick_weights="none", acceleration_process=None, effort_timing="sample",
-                 effort_hold_period=None):
+                 effort_hold_period=None, theta_steps="physical"):
     """Identify ROBOT's physical parameters from LOG (CSV or Parquet, t/q.*/v.*/tau.* columns, or a ROS
     bag: rosbag2 directory, .db3, .mcap, ROS 1 .bag; see docs/data-format.md).
 
@@ -262,6 +268,10 @@ def identify_cmd(log_path, robot_source, out, method, knot_stride, sigma_q, sigm
         if robot.floating_base or method != "smoother":
             fail(f"--damping {damping} applies to the smoother on fixed-base robots")
         options["strategy"] = damping
+    if theta_steps != "physical":  # issue 9 (session 12): `ParameterLayout.retract` or θ + δθ
+        if robot.floating_base or method != "smoother":
+            fail(f"--theta-steps {theta_steps} applies to the smoother on fixed-base robots")
+        options["theta_steps"] = theta_steps
     if stick_weights != "none":  # issue 9 (session 8): stick phases, estimation/arm_stick.py
         if robot.floating_base or method != "smoother" or robot.loops:
             fail(f"--stick-weights {stick_weights} applies to the smoother on fixed-base open-chain robots")

@@ -169,6 +169,9 @@ class Problem:
         self.slices = {n: slice(int(offs[i]), int(offs[i + 1])) for i, (n, _) in enumerate(self.blocks)}
         self.constraints = ConstraintState()
         self._gram_cache: dict = {}
+        #: θ ⊕ δθ (``fn(θ, δθ) -> θ'``) of the solver's steps; None = θ + δθ. Estimators over a
+        #: `ParameterLayout` set its `retract` (steps through the physical parameters, issue 9 session 12).
+        self.theta_retraction = None
 
     def add(self, term: Term) -> Problem:
         self.terms.append(term)
@@ -185,6 +188,12 @@ class Problem:
     def retract(self, x: tuple, dx: np.ndarray) -> tuple:
         """x ⊕ dx: q by the manifold retraction, the other blocks by addition."""
         return retract_states(self.space, x, dx)
+
+    def retract_theta(self, theta: np.ndarray, dtheta: np.ndarray) -> np.ndarray:
+        """θ ⊕ δθ: ``theta_retraction`` when set, else θ + δθ."""
+        if self.theta_retraction is None:
+            return theta + dtheta
+        return self.theta_retraction(theta, dtheta)
 
     def state_jacobian(self, n_rows: int, m: int, parts: dict) -> np.ndarray:
         """Assemble (n_rows, m, nx) from per-block Jacobians ``{block name: (n_rows, m, size)}``."""

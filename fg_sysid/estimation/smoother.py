@@ -150,6 +150,11 @@ class JointSmoother:
             "shared" (default: one T for every joint, tie rows of std `LEAD_TIE_STD`; MuJoCo's soft
             constraints share one solref, and one T cannot absorb a per-joint misfit such as an unmodelled
             Stribeck peak) or "per-joint".
+        theta_steps: how a solver step δθ is applied (issue 9, session 12): "physical" (default: each body's
+            π + δπ and each armature a + δa mapped back to θ, `ParameterLayout.retract` — the inverse
+            dynamics are linear in them, so the step follows the data term's valley; a block the straight
+            line takes outside the physically valid set takes θ + δθ) or "additive" (θ + δθ, before
+            session 12).
         verbose: print one line per iteration to stderr.
     """
 
@@ -167,7 +172,7 @@ class JointSmoother:
                  process_motion_scale: bool = True, stick_weights: str | None = None,
                  acceleration_process: bool | str = False,
                  effort_timing: str = "sample", effort_hold_period: float | None = None,
-                 friction_lead: str = "shared"):
+                 friction_lead: str = "shared", theta_steps: str = "physical"):
         self.robot = robot
         self.inertia = inertia
         self.friction = friction
@@ -198,6 +203,7 @@ class JointSmoother:
         self.strategy = strategy  # issue 9 (session 7): convergence on real logs
         self.deadband_zero_fraction = deadband_zero_fraction  # issue 9 (session 7): `effort_quality`
         self.robust = robust  # issue 9 item 4: Huber loss on the effort rows
+        self.theta_steps = theta_steps  # issue 9 (session 12): `ParameterLayout.retract` or θ + δθ
         self.process_motion_scale = process_motion_scale  # issue 12
         self.stick_weights = stick_weights  # issue 9 (session 8): `arm_stick`, open chains
         self.acceleration_process = acceleration_process  # issue 9 (session 9): `acceleration_process`
@@ -241,6 +247,8 @@ class JointSmoother:
                                   f"(unmeasured: {', '.join(missing)})")
         if self.friction_lead not in ("shared", "per-joint"):
             raise ValueError(f"friction_lead must be 'shared' or 'per-joint', not {self.friction_lead!r}")
+        if self.theta_steps not in ("physical", "additive"):
+            raise ValueError(f"theta_steps must be 'physical' or 'additive', not {self.theta_steps!r}")
         if self.robust not in (None, "huber"):
             raise ValueError(f"robust must be None or 'huber', not {self.robust!r}")
         log, self.deadband_ = drop_deadband_channels(log, self.deadband_zero_fraction)  # `effort_quality`
@@ -563,6 +571,8 @@ class JointSmoother:
         if self.robot.loops:  # closure forces λ (issue 11)
             blocks += loop_terms.extra_blocks(self.robot)
         problem = Problem(self._space, blocks, self.layout_.n)
+        if self.theta_steps == "physical":  # issue 9 (session 12): steps through π and the armature
+            problem.theta_retraction = self.layout_.retract
         wq = np.zeros(nv)
         wq[iv] = 1.0 / noise.q
         problem.add(terms.encoders(problem, self._qm, wq))

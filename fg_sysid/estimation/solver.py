@@ -156,7 +156,7 @@ class LevenbergMarquardt:
         alpha = 1.0
         while True:
             x_new = problem.retract(x, alpha * step.dx)
-            theta_new = theta + alpha * step.dtheta
+            theta_new = theta if freeze_theta else problem.retract_theta(theta, alpha * step.dtheta)
             with np.errstate(over="ignore", invalid="ignore"):  # a wild trial step is simply rejected
                 new_cost = problem.cost(x_new, theta_new, freeze_theta)
             accepted = bool(np.isfinite(new_cost) and new_cost < cost)
@@ -252,7 +252,7 @@ class LevenbergMarquardt:
                          "converged")
                 break
             x_new = problem.retract(x, step.dx)
-            theta_new = theta + step.dtheta
+            theta_new = theta if freeze_theta else problem.retract_theta(theta, step.dtheta)
             with np.errstate(over="ignore", invalid="ignore"):  # a wild trial step is simply rejected
                 new_cost = problem.cost(x_new, theta_new, freeze_theta)
             rho = (cost - new_cost) / pred if np.isfinite(new_cost) else -np.inf
