@@ -100,14 +100,19 @@ def test_smoother_process_noise_and_estimate_at_sigma_01():
     0.05 rad/s). With the motion's scale the process noise is within 3x of 0.3 · RMS(a_true) · h; the
     historic scale (``process_motion_scale=False``) was 275-575x looser. Measured (errors in %, motion scale
     vs historic): base parameters 9.17 vs 14.5, friction 51.5 vs 151, held-out effort 7.74 vs 14.3;
-    about 10 s of CPU."""
+    about 10 s of CPU. Both fits take θ steps as θ + δθ (``theta_steps="additive"``, the rule these numbers
+    were measured with): this log has no white-jerk rows, so the accelerations absorb the effort noise and
+    the 20-iteration early stop decides the parameters (docs/damping.md, *The objective*); with the
+    session-12 physical steps the stop lands elsewhere (base 10.8 vs 11.5 %, friction 47.5 vs 42.9 %,
+    held out 5.97 vs 13.3 %: the historic scale gains most), which says nothing about the process scale."""
     robot = load_robot("z1")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         sim = simulate(robot, 3.0, 500.0, 0.1, 3, friction_velocity_scale=0.02)
         held = simulate(robot, 2.0, 500.0, 0.0, 1003, truth=sim.truth)
-        new = JointSmoother(robot, max_iterations=20).fit(sim.log)
-        old = JointSmoother(robot, max_iterations=20, process_motion_scale=False).fit(sim.log)
+        new = JointSmoother(robot, max_iterations=20, theta_steps="additive").fit(sim.log)
+        old = JointSmoother(robot, max_iterations=20, process_motion_scale=False,
+                            theta_steps="additive").fit(sim.log)
     target = 0.3 * np.sqrt(np.mean(sim.truth_acceleration ** 2, axis=0)) * DT
     assert np.all(new.noise_.process_v < 3 * target), new.noise_.process_v / target
     assert np.all(new.noise_.process_v > target / 10), new.noise_.process_v / target

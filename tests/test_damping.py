@@ -99,21 +99,24 @@ def test_hybrid_converges_on_the_sharp_friction_log_where_the_trust_region_stall
     assert hy._lm.lam is not None and hy._lm.lam >= LevenbergMarquardt.LAM_MIN
 
 
-def test_cli_damping_hybrid(tmp_path, z1_sharp):
-    """`--damping hybrid` reaches the smoother (its summary says so); with a baseline: exit 2, no output."""
+@pytest.mark.parametrize("flag,value,key", [("--damping", "hybrid", "strategy"),
+                                             ("--theta-steps", "additive", "theta_steps")])
+def test_cli_step_options(tmp_path, z1_sharp, flag, value, key):
+    """`--damping hybrid` and `--theta-steps additive` (session 12) reach the smoother (its summary says so);
+    with a baseline: exit 2, no output."""
     robot, train, _ = z1_sharp
     path = tmp_path / "log.csv"
     write_log(train.log.slice(0, 300), path)
     runner = CliRunner()
     out = tmp_path / "fit"
     bad = runner.invoke(main, ["identify", str(path), "--robot", "z1", "--out", str(out), "--method", "ls-sg",
-                               "--damping", "hybrid", "--quiet"])
-    assert bad.exit_code == 2 and "--damping hybrid" in bad.output and not out.exists(), bad.output
-    ok = runner.invoke(main, ["identify", str(path), "--robot", "z1", "--out", str(out),
-                              "--damping", "hybrid", "--quiet"])
+                               flag, value, "--quiet"])
+    assert bad.exit_code == 2 and f"{flag} {value}" in bad.output and not out.exists(), bad.output
+    ok = runner.invoke(main, ["identify", str(path), "--robot", "z1", "--out", str(out), flag, value,
+                              "--quiet"])
     assert ok.exit_code == 0, ok.output
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["options"]["strategy"] == "hybrid" and summary["physically_consistent"], summary
+    assert summary["options"][key] == value and summary["physically_consistent"], summary
 
 
 def test_hybrid_takes_the_same_steps_with_the_gtsam_back_end():
@@ -150,21 +153,4 @@ def test_theta_steps_physical_against_additive(z1_sharp):
     assert fits["additive"].problem_.theta_retraction is None
     assert not fits["physical"].result_.consistency_problems()
     with pytest.raises(ValueError, match="theta_steps"):
-        JointSmoother(robot, theta_steps="exact")
-
-
-def test_cli_theta_steps(tmp_path, z1_sharp):
-    """`--theta-steps additive` reaches the smoother (summary options); with a baseline: exit 2, no output."""
-    robot, train, _ = z1_sharp
-    path = tmp_path / "log.csv"
-    write_log(train.log.slice(0, 300), path)
-    runner = CliRunner()
-    out = tmp_path / "fit"
-    bad = runner.invoke(main, ["identify", str(path), "--robot", "z1", "--out", str(out), "--method", "ls-sg",
-                               "--theta-steps", "additive", "--quiet"])
-    assert bad.exit_code == 2 and "--theta-steps additive" in bad.output and not out.exists(), bad.output
-    ok = runner.invoke(main, ["identify", str(path), "--robot", "z1", "--out", str(out),
-                              "--theta-steps", "additive", "--quiet"])
-    assert ok.exit_code == 0, ok.output
-    summary = json.loads((out / "summary.json").read_text())
-    assert summary["options"]["theta_steps"] == "additive", summary["options"]
+        JointSmoother(robot, theta_steps="exact").fit(train.log)
