@@ -119,7 +119,8 @@ def _truth_physical(robot, sim, vs=0.05):
 
 def test_smoother_recovers_gain_and_offset(sensor_log):
     """Known inertias as the anchor (tight prior on the true robot): gains within 1.2 % (the light wrist,
-    whose effort is mostly its own friction, within 3 %), offsets within 4 std + 5 mN·m; without the
+    whose effort is mostly its own friction, within 4 %: its 4 std is 5 %; measured 2.2 % with θ + δθ
+    steps, 3.1 % with the physical steps of session 12), offsets within 4 std + 5 mN·m; without the
     anchor the gains' ratios are still recovered and the report says the common scale came from the
     prior."""
     robot, sim = sensor_log
@@ -133,7 +134,7 @@ def test_smoother_recovers_gain_and_offset(sensor_log):
     lay = res.layout
     g, o = res.estimate[lay.s_gain], res.estimate[lay.s_offset]
     np.testing.assert_allclose(g[:5], g_true[:5], rtol=0.012)
-    assert abs(g[5] - g_true[5]) < 0.03
+    assert abs(g[5] - g_true[5]) < 0.04
     assert np.all(np.abs(g - g_true) < 4 * res.std[lay.s_gain]), (g, g_true)  # calibrated std
     assert np.all(np.abs(o - o_true) < 4 * res.std[lay.s_offset] + 0.005), (o, o_true)
     assert np.ptp(o_true) > 0.3  # offsets of the truth are not negligible

@@ -89,9 +89,12 @@ def test_deadband_wrist_is_left_out_and_protects_upstream_joints(z1):
     upstream = [0, 1, 2, 3]
     e_drop = _rel_err(sm.result_, robot, held, upstream)
     e_keep = _rel_err(kept.result_, robot, held, upstream)
-    # measured: 0.2–3 % left out vs 8–250 % kept (the zeros pull the wrist masses, hence every joint)
+    # the zeros pull the wrist masses, hence every joint. Measured left out vs kept: 0.2–3 % vs 8–250 %
+    # with θ + δθ steps; with the physical steps (session 12) the kept fit's minimum is less biased,
+    # 0.2–3.4 % vs 0.5–15 % (joint 1: 3.4 vs 14.9 %, joint 3: 0.69 vs 0.82 %)
     assert np.all(e_drop < 0.05), e_drop
-    assert np.all(e_keep[1:] > 3 * e_drop[1:]), (e_keep, e_drop)
+    assert np.all(e_keep > e_drop), (e_keep, e_drop)
+    assert np.max(e_keep) > 3 * np.max(e_drop), (e_keep, e_drop)
 
 
 def test_huber_downweights_injected_effort_outliers(z1):

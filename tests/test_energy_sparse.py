@@ -85,8 +85,9 @@ def test_energy_rows_add_friction_information_only_at_sparse_knots(z1_sim):
 def test_energy_rows_lower_the_friction_error_at_stride_5_on_a_fixed_guess():
     """Regression guard (not the evidence, which is the 50-guess study in docs/benchmarks.md): the Table I
     protocol at stride 5 (4 s Z1 log, σ = 0.01, out-of-class tanh width 0.02 vs 0.05, a random guess 70 % off)
-    on seed 7110, where the energy rows cut the friction error from 0.052 to 0.021. The seed was picked for
-    a clear effect: on 4 s logs seeds 7110–7113 give 2 better, 2 worse."""
+    on seed 7110, where the energy rows cut the friction error from 0.052 to 0.021 with θ + δθ steps and
+    from 0.051 to 0.037 with the physical steps of session 12 (the default). The seed was picked for a
+    clear effect: on 4 s logs seeds 7110–7113 give 2 better, 2 worse."""
     from fg_sysid.study.methods import _smoother
     from fg_sysid.study.runner import evaluate
 
@@ -100,4 +101,4 @@ def test_energy_rows_lower_the_friction_error_at_stride_5_on_a_fixed_guess():
         for energy in (False, True):
             p, _ = _smoother(robot, sim.log, opt, 7110, energy=energy)
             err[energy] = evaluate(robot, p, sim.truth, held, 0.05)["friction_error"]
-    assert err[True] < 0.6 * err[False]
+    assert err[True] < 0.85 * err[False], err
