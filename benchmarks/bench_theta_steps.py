@@ -50,9 +50,8 @@ def main() -> None:
     x, th = sm.states_, sm.result_.theta
     c0 = P.cost(x, th)
     step = sm._lm.linear_solve(P.linearize(x, th), 1e-12)
-    idx = np.arange(L.n)
-    inert_arm = ((idx >= L.s_inertial.start) & (idx < L.s_inertial.stop)) | \
-                ((idx >= L.s_armature.start) & (idx < L.s_armature.stop))
+    inert_arm = np.zeros(L.n, bool)
+    inert_arm[L.s_inertial] = inert_arm[L.s_armature] = True
     parts = {"whole step": (1.0, np.ones(L.n, bool)), "θ part": (0.0, np.ones(L.n, bool)),
              "inertial + armature part": (0.0, inert_arm)}
     rows = []

@@ -222,7 +222,7 @@ class ParameterLayout:
                     oi[b] = tb
             out[self.s_inertial] = oi.ravel()
         if self.nj and self.fit_armature:
-            pa_new = self.armature.to_physical(ta) * (1.0 + da)  # d exp(θ)/dθ = exp(θ)
+            pa_new = self.armature.to_physical(ta) + self.armature.jacobian(ta) * da  # (diagonal Jacobian)
             ok = (pa_new > self.armature.FLOOR) & (da != 0)  # (`to_theta` floors at FLOOR)
             out[self.s_armature] = np.where(ok, self.armature.to_theta(np.where(ok, pa_new, 1.0)),
                                             out[self.s_armature])
