@@ -10,7 +10,8 @@ problems), each timed on the smoother's own linearized problem at its solution, 
   (`LayoutModel.rnea`), against the regressor loop it replaced (``cost (regressor loop)``);
 * ``normal equations`` and ``solve`` (`StructuredSolver.solve`: compiled per-knot elimination,
   `block_kernels`) against the per-knot LAPACK/BLAS loop it replaced (``solve (BLAS loop)``, reproduced
-  here as `blas_loop_solve`);
+  here as `blas_loop_solve`), on one thread and on two (session 13: the knots eliminated from both ends
+  at once, the normal equations and the θ border in two halves; the estimators' default on 2 cores);
 * ``Hutchinson, 4 probes``: `noise_balance.term_balance` (the Helmert step of the white-jerk rows), one
   factorization with four right-hand sides, against four separate solves.
 
@@ -32,9 +33,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_outofclass import simulate_truth  # noqa: E402
 from benchlib import best  # noqa: E402
+from threadpoolctl import threadpool_limits  # noqa: E402
 
 from fg_sysid.estimation import noise_balance  # noqa: E402
 from fg_sysid.estimation.block_kernels import blas_backward, blas_forward  # noqa: E402
+from fg_sysid.estimation.linear_solver import StructuredSolver  # noqa: E402
 from fg_sysid.estimation.smoother import JointSmoother  # noqa: E402
 from fg_sysid.robots import load_robot  # noqa: E402
 
@@ -88,15 +91,23 @@ def run(robot_name: str, repeat: int) -> list[dict]:
         idr.set_theta(theta)
         rows.append(("cost (regressor loop), ID part", best(lambda: regressor_cost(idr, q, v, a), repeat)))
         rows.append(("cost (batched RNEA), ID part", best(lambda: idr.rnea(q, v, a), repeat)))
-    rows += [("normal equations", best(lambda: graph.normal_equations(), repeat)),
-             ("solve (compiled)", best(lambda: sm._lm.linear_solve(graph, 0.0), repeat)),
+    one, two = StructuredSolver(threads=1), StructuredSolver(threads=2)
+    A = np.empty((graph.n_knots, graph.nx, graph.nx + graph.ntheta + 1))  # a reused buffer, as the solver's
+    step2 = two.solve(graph, 0.0)
+    agree2 = float(np.max(np.abs(step2.dx - step.dx)) / max(np.max(np.abs(step.dx)), 1e-300))
+    rows += [("normal equations", best(lambda: graph.normal_equations(out=A), repeat)),
+             ("normal equations (2 threads)", best(lambda: graph.normal_equations(out=A, threads=2), repeat)),
+             ("solve (compiled)", best(lambda: one.solve(graph, 0.0), repeat)),
+             ("solve (compiled, 2 threads)", best(lambda: two.solve(graph, 0.0), repeat)),
              ("solve (BLAS loop)", best(lambda: blas_loop_solve(graph), repeat)),
              ("Hutchinson, 4 probes, one factorization",
-              best(lambda: noise_balance.term_balance(prob, x, theta, probes=4,
-                                                     solver=sm._lm.linear_solver), repeat))]
+              best(lambda: noise_balance.term_balance(prob, x, theta, probes=4, solver=one), repeat)),
+             ("Hutchinson, 4 probes, one factorization (2 threads)",
+              best(lambda: noise_balance.term_balance(prob, x, theta, probes=4, solver=two), repeat))]
     out = [{"robot": robot_name, "knots": graph.n_knots, "nx": graph.nx, "ntheta": graph.ntheta,
             "piece": name, "seconds": sec} for name, sec in rows]
-    print(f"[{robot_name}] compiled vs BLAS-loop step: max relative difference {agree:.1e}", flush=True)
+    print(f"[{robot_name}] compiled vs BLAS-loop step: max relative difference {agree:.1e}; two threads vs "
+          f"one: {agree2:.1e}", flush=True)
     return out
 
 
@@ -107,8 +118,9 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args()
     rows = []
-    for r in args.robots:
-        rows += run(r, args.repeat)
+    with threadpool_limits(1, "blas"):  # as inside the estimators
+        for r in args.robots:
+            rows += run(r, args.repeat)
     df = pd.DataFrame(rows)
     for r, g in df.groupby("robot", sort=False):
         g = g.set_index("piece")

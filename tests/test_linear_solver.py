@@ -7,6 +7,8 @@ from fg_sysid.estimation.linear_solver import (
     LinearizedGraph,
     SingularSystemError,
     StructuredSolver,
+    default_threads,
+    resolve_threads,
     solve_gtsam,
     solve_structured,
 )
@@ -47,6 +49,8 @@ def dense(g):
     for J0, J1, r in g.pair:
         for k in range(N - 1):
             add([(k * nx, J0[k]), ((k + 1) * nx, J1[k])], r[k])
+    for k, J0, J1, Jt, r in g.pair_theta:
+        add([(k * nx, J0), ((k + 1) * nx, J1), (N * nx, Jt)], r)
     add([(N * nx, np.diag(g.prior_w))], g.prior_r)
     return np.vstack(rows), np.concatenate(res)
 
@@ -141,3 +145,76 @@ def test_compiled_elimination_matches_blas_loop_on_a_long_chain():
     A0[7, 3, 3] = -1.0  # an indefinite block is reported by its knot
     assert block_forward(A0.copy(), np.empty((N, nx, 0)), B0.copy(), np.empty((N, nx, nx))) == 7
     assert blas_forward(A0.copy(), B0.copy(), np.empty((N, nx, nx))) == 7
+
+
+@pytest.mark.parametrize("N", [40, 41])
+@pytest.mark.parametrize("lam", [0.0, 0.3])
+def test_two_threads_solve_the_same_system(N, lam, monkeypatch):
+    """``StructuredSolver(threads=2)``: the knots eliminated from both ends at once (meeting at the middle
+    knot) and the normal equations accumulated in two halves give the dense solution — step, predicted
+    decrease, Schur complement, further right-hand sides — with a pair factor on θ across the middle."""
+    monkeypatch.setattr(StructuredSolver, "MIN_SPLIT_KNOTS", 2)  # split these short chains
+    monkeypatch.setattr(LinearizedGraph, "CHUNK", 4)  # several chunks per half
+    g = random_graph(N=N, nx=5, nt=7, seed=8)
+    rng = np.random.default_rng(9)
+    k = N // 2 - 1  # joins the two halves' knots
+    g.pair_theta.append((k, rng.standard_normal((3, 5)), rng.standard_normal((3, 5)),
+                         rng.standard_normal((3, 7)), rng.standard_normal(3)))
+    J, r = dense(g)
+    H = J.T @ J
+    H_d = H + lam * np.diag(np.diag(H))
+    delta = np.linalg.solve(H_d, -J.T @ r)
+    other = random_graph(N=N, nx=5, nt=7, seed=8)
+    other.pair_theta = g.pair_theta
+    other.knot = [(Jk, rng.standard_normal(rk.shape)) for Jk, rk in other.knot]
+    Jo, ro = dense(other)
+    np.testing.assert_array_equal(Jo, J)
+    delta_o = np.linalg.solve(H_d, -J.T @ ro)
+    steps = [StructuredSolver(threads=t).solve(g, lam, rhs=[other.gradient()]) for t in (2, 1)]
+    for st in steps:
+        np.testing.assert_allclose(st.dx.ravel(), delta[:N * 5], rtol=1e-8, atol=1e-10)
+        np.testing.assert_allclose(st.dtheta, delta[N * 5:], rtol=1e-8, atol=1e-10)
+        np.testing.assert_allclose(st.extra[0][0].ravel(), delta_o[:N * 5], rtol=1e-8, atol=1e-10)
+        np.testing.assert_allclose(st.extra[0][1], delta_o[N * 5:], rtol=1e-8, atol=1e-10)
+        pred = -(J.T @ r) @ delta - 0.5 * delta @ H @ delta
+        assert st.predicted_decrease == pytest.approx(pred, rel=1e-8)
+    np.testing.assert_allclose(steps[0].schur, steps[1].schur, rtol=1e-10)
+    # the normal equations' halves, also with a Gram cache being filled and then used
+    for cache in (None, {}):
+        g.gram_cache = cache
+        one = g.normal_equations(threads=1)
+        for _ in range(2 if cache is not None else 1):
+            two = g.normal_equations(threads=2)
+            for a, b in zip(one, two, strict=True):
+                np.testing.assert_allclose(b, a, rtol=1e-12, atol=1e-12)
+
+
+def test_two_threads_report_the_unobservable_knot(monkeypatch):
+    """A knot without factors in the second half (eliminated backward in time) is named."""
+    monkeypatch.setattr(StructuredSolver, "MIN_SPLIT_KNOTS", 2)
+    g = random_graph(N=30, nx=4, nt=5, seed=2)
+    g.pair.clear()
+    for J, _ in g.knot:
+        J[23] = 0.0
+    for Jx, _, _ in g.knot_theta:
+        Jx[23] = 0.0
+    with pytest.raises(SingularSystemError, match="knot 23"):
+        StructuredSolver(threads=2).solve(g)
+
+
+def test_threads_resolution():
+    """n_jobs: None / −1 = up to 2 cores (1 within `default_threads(1)`, as a study's runs), 1 and 2 as
+    given, anything else refused."""
+    import os
+
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    assert resolve_threads(None) == resolve_threads(-1) == min(2, cores)
+    assert resolve_threads(1) == 1 and resolve_threads(2) == 2
+    with default_threads(1):
+        assert resolve_threads(None) == 1
+        assert resolve_threads(2) == 2
+    assert resolve_threads(None) == min(2, cores)
+    with pytest.raises(ValueError, match="n_jobs"):
+        resolve_threads(4)
+    with pytest.raises(ValueError, match="threads"):
+        StructuredSolver(threads=3)

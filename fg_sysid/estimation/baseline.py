@@ -56,6 +56,7 @@ from __future__ import annotations
 
 import time
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 
@@ -67,6 +68,7 @@ from threadpoolctl import threadpool_limits
 
 from ..datasets.log import Log
 from ..robots.model import RobotModel
+from .linear_solver import resolve_threads
 
 __all__ = [
     "BaselineResult",
@@ -443,6 +445,9 @@ class LeastSquaresSG:
         factors of 1.4 while the score improves, up to this length [s] (and a tenth of the log).
     blas_threads : int or None
         Threads of numpy's OpenBLAS during the fit (restored afterwards); None leaves it alone.
+    n_jobs : int or None
+        Threads scoring the CV candidates (the SG filters release the GIL): None = the cores this process
+        may use, at most 2; 1 = one at a time.
     verbose : bool
         Print the CV table.
     """
@@ -461,6 +466,7 @@ class LeastSquaresSG:
         max_cv_samples=10000,
         max_window_s=1.0,
         blas_threads=1,
+        n_jobs=None,
     ):
         self.windows = windows
         self.polyorder = polyorder
@@ -473,6 +479,7 @@ class LeastSquaresSG:
         self.verbose = verbose
         self.max_cv_samples = max_cv_samples
         self.max_window_s = max_window_s
+        self.n_jobs = n_jobs
         self.blas_threads = blas_threads
 
     # ------------------------------------------------------------------ helpers
@@ -616,7 +623,13 @@ class LeastSquaresSG:
         scale = np.sqrt(np.mean(prep.tau[lo:hi] ** 2, axis=0))
         scale = np.where(scale > 0, scale, 1.0)
 
-        table = [self._cv_entry(prep, robot, w, o, rows, bounds, scale, p0, free) for w, o in cands]
+        threads = resolve_threads(self.n_jobs)
+        if threads > 1:  # candidates scored side by side (results in grid order)
+            with ThreadPoolExecutor(threads) as ex:
+                table = list(ex.map(lambda c: self._cv_entry(prep, robot, c[0], c[1], rows, bounds, scale, p0,
+                                                             free), cands))
+        else:
+            table = [self._cv_entry(prep, robot, w, o, rows, bounds, scale, p0, free) for w, o in cands]
         # auto grid: when the best window is the largest candidate, keep growing it (x1.4) while it helps
         w_cap = min(int(self.max_window_s / prep.dt), n_s // 10)
         if self.windows is None:

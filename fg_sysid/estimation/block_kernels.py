@@ -17,23 +17,44 @@ import numpy as np
 from numba import njit
 from scipy.linalg import blas, lapack
 
-__all__ = ["blas_backward", "blas_forward", "block_backward", "block_forward"]
+__all__ = ["blas_backward", "blas_forward", "block_backward", "block_backward_run", "block_forward",
+           "block_forward_run"]
 
 
 @njit(cache=True, nogil=True, fastmath=True)
 def block_forward(A, E, B, L):  # pragma: no cover - compiled (covered through StructuredSolver)
     """Forward block elimination in time order, in place.
 
-    Per knot: L_k = chol(D̃_k); W_k = L_k⁻¹ [C̃_k | g̃_k]; U_k = L_k⁻¹ B_k (written into B[k] and into
-    A[k]'s first nx columns); then [D̃ | C̃ | g̃]_{k+1} −= U_kᵀ W_k. On return A[k] = [U_k | W_k] (the last
-    knot's U is 0) and L[k] holds L_k (upper triangle zero). ``E`` (N, nx, P): further right-hand sides,
-    eliminated alongside g (P may be 0).
+    Per knot: L_k = chol(D̃_k); W_k = L_k⁻¹ [C̃_k | g̃_k]; U_k = L_k⁻¹ B_k (written into A[k]'s first nx
+    columns); then [D̃ | C̃ | g̃]_{k+1} −= U_kᵀ W_k. On return A[k] = [U_k | W_k] (the last knot's U is 0)
+    and L[k] holds L_k (upper triangle zero). ``E`` (N, nx, P): further right-hand sides, eliminated
+    alongside g (P may be 0). B is not changed.
 
     Returns −1, or the first knot whose block is not positive definite (the elimination stops there).
     """
-    N, nx, ncol = A.shape
+    return block_forward_run(A, E, B, L, 0, A.shape[0], 1, A[0], E[0], True)
+
+
+@njit(cache=True, nogil=True, fastmath=True)
+def block_forward_run(A, E, B, L, first, count, step, sink_A, sink_E, last):  # pragma: no cover
+    """`block_forward` over ``count`` knots k = first, first + step, … (``step`` = +1: forward in time, the
+    coupling of k with k + 1 is B[k]; −1: backward in time, the coupling of k with k − 1 is B[k−1]ᵀ), in
+    place on the full arrays (contiguous knots: a reversed view would cost the compiled loops their
+    vectorization).
+
+    With ``last`` False the run's final knot is not the chain's: its update −U_kᵀ [U_k | W_k] goes into
+    ``sink_A`` (nx, nx + nθ + 1) and ``sink_E`` (nx, P) — the arrays of the knot after the run, or scratch
+    added to it later (two runs meeting at one knot from both ends: `StructuredSolver`'s two threads).
+    With ``last`` True the sinks are unused and the final knot's U is 0.
+
+    Returns −1, or the first knot (its index in A) whose block is not positive definite.
+    """
+    nx = A.shape[1]
+    ncol = A.shape[2]
     ne = E.shape[2]
-    for k in range(N):
+    Bk = np.empty((nx, nx))
+    for idx in range(count):
+        k = first + idx * step
         Ak = A[k]
         Ek = E[k]
         Lk = L[k]
@@ -68,12 +89,19 @@ def block_forward(A, E, B, L):  # pragma: no cover - compiled (covered through S
                 Ak[i, j] *= inv
             for j in range(ne):
                 Ek[i, j] *= inv
-        if k == N - 1:
+        if idx == count - 1 and last:
             for i in range(nx):
                 for j in range(nx):
                     Ak[i, j] = 0.0
             break
-        Bk = B[k]
+        if step > 0:
+            for i in range(nx):
+                for j in range(nx):
+                    Bk[i, j] = B[k, i, j]
+        else:
+            for i in range(nx):
+                for j in range(nx):
+                    Bk[i, j] = B[k - 1, j, i]
         for i in range(nx):  # U_k = L_k⁻¹ B_k
             for m in range(i):
                 c = Lk[i, m]
@@ -85,8 +113,12 @@ def block_forward(A, E, B, L):  # pragma: no cover - compiled (covered through S
         for i in range(nx):
             for j in range(nx):
                 Ak[i, j] = Bk[i, j]
-        A1 = A[k + 1]  # [D̃ | C̃ | g̃]_{k+1} −= U_kᵀ [U_k | W_k]
-        E1 = E[k + 1]
+        if idx < count - 1:  # [D̃ | C̃ | g̃]_next −= U_kᵀ [U_k | W_k]
+            A1 = A[k + step]
+            E1 = E[k + step]
+        else:
+            A1 = sink_A
+            E1 = sink_E
         for m in range(nx):
             for i in range(nx):
                 c = Ak[m, i]
@@ -104,10 +136,19 @@ def block_backward(W, L, c, dx):  # pragma: no cover - compiled (covered through
 
     ``W[k, :, :nx]`` = U_k from `block_forward`, ``c`` (N, nx) the eliminated right-hand side with the
     θ step folded in (z_k + Z_k δθ)."""
-    N, nx, _ = W.shape
-    nxt = np.zeros(nx)
+    block_backward_run(W, L, c, dx, 0, W.shape[0], 1, np.zeros(W.shape[1]))
+
+
+@njit(cache=True, nogil=True, fastmath=True)
+def block_backward_run(W, L, c, dx, first, count, step, after):  # pragma: no cover - compiled
+    """`block_backward` of a run eliminated by `block_forward_run` (same ``first``, ``count``, ``step``),
+    its knots taken in the reverse order of their elimination; ``after`` = δx of the knot the run's final
+    knot is coupled to (zeros for the chain's end)."""
+    nx = W.shape[1]
+    nxt = after.copy()
     rhs = np.empty(nx)
-    for k in range(N - 1, -1, -1):
+    for idx in range(count - 1, -1, -1):
+        k = first + idx * step
         for i in range(nx):
             t = c[k, i]
             for j in range(nx):

@@ -81,7 +81,7 @@ from ..parameterizations import check_physical_consistency, friction_model
 from ..robots import RobotModel
 from . import effort_timing, floating_loops, terms
 from .floating_baseline import manifold_sg_states
-from .linear_solver import SingularSystemError
+from .linear_solver import SingularSystemError, resolve_threads
 from .noise import highfreq_noise_std, knot_stride_from_log, savgol_derivatives
 from .problem import Problem, retract_states
 from .result import IdentificationResult
@@ -164,6 +164,7 @@ class FloatingBaseSmoother(JointSmoother):
             knots), as `JointSmoother` (`effort_timing`; "cv" is for fixed-base open chains).
         strategy: Levenberg–Marquardt damping of every stage (`solver.STRATEGIES`): ``"trust-region"``
             (default) or ``"hybrid"`` / ``"line-search"`` (issue 12, session 9: docs/benchmarks.md).
+        n_jobs: threads of the linear solves, as `JointSmoother` (None = up to 2, 1 = one thread).
     """
 
     #: LM stops when no θ coordinate moved more than this fraction of its prior std in two consecutive
@@ -236,6 +237,7 @@ class FloatingBaseSmoother(JointSmoother):
         effort_timing: str = "sample",
         effort_hold_period: float | None = None,
         strategy: str = "trust-region",
+        n_jobs: int | None = None,
     ):
         super().__init__(
             robot,
@@ -260,6 +262,7 @@ class FloatingBaseSmoother(JointSmoother):
             extra_terms=extra_terms,
             verbose=verbose,
             energy=energy,
+            n_jobs=n_jobs,
         )
         self.effort_timing = effort_timing  # issues 11 + 9: `effort_timing` (held efforts re-timed)
         self.effort_hold_period = effort_hold_period
@@ -333,7 +336,8 @@ class FloatingBaseSmoother(JointSmoother):
         )
         self._space = ConfigurationSpace(robot.model)
         self._lm = LevenbergMarquardt(SolverOptions(self.strategy, self.tol, self.max_iterations,
-                                                    theta_tol=self.THETA_TOL, verbose=self.verbose))
+                                                    theta_tol=self.THETA_TOL, verbose=self.verbose,
+                                                    threads=resolve_threads(self.n_jobs)))
         self._id = InverseDynamicsResidual(self.layout_)
         self._kin_model = robot.model.copy()
         self._kin_data = self._kin_model.createData()

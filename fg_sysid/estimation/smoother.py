@@ -34,6 +34,7 @@ from ..parameterizations import warn_if_inconsistent
 from ..robots import RobotModel
 from . import effort_timing, loop_terms, terms
 from .effort_quality import HUBER_K, drop_deadband_channels, huber_weights
+from .linear_solver import resolve_threads
 from .noise import highfreq_noise_std, savgol_derivatives
 from .problem import Problem, retract_states
 from .process_noise import process_velocity_std
@@ -155,6 +156,10 @@ class JointSmoother:
             dynamics are linear in them, so the step follows the data term's valley; a block the straight
             line takes outside the physically valid set takes θ + δθ) or "additive" (θ + δθ, before
             session 12).
+        n_jobs: threads of the O(N) linear solves (issue 9, session 13; `linear_solver.StructuredSolver`):
+            None (default) = the cores this process may use, at most 2 (the knots are eliminated from both
+            ends at once, the normal equations and the θ border accumulated in two halves: the same
+            arithmetic, ~1.4× faster per solve on 2 cores); 1 = one thread (several fits side by side).
         verbose: print one line per iteration to stderr.
     """
 
@@ -172,7 +177,7 @@ class JointSmoother:
                  process_motion_scale: bool = True, stick_weights: str | None = None,
                  acceleration_process: bool | str = False,
                  effort_timing: str = "sample", effort_hold_period: float | None = None,
-                 friction_lead: str = "shared", theta_steps: str = "physical"):
+                 friction_lead: str = "shared", theta_steps: str = "physical", n_jobs: int | None = None):
         self.robot = robot
         self.inertia = inertia
         self.friction = friction
@@ -210,6 +215,7 @@ class JointSmoother:
         self.effort_timing = effort_timing  # issues 11 + 9: `effort_timing` (held efforts re-timed)
         self.effort_hold_period = effort_hold_period
         self.friction_lead = friction_lead  # issue 9 (session 10): lead laws' T shared or per joint
+        self.n_jobs = n_jobs  # issue 9 (session 13): two threads in the linear solves
 
     # ------------------------------------------------------------------ public
     def fit(self, log: Log) -> JointSmoother:
@@ -278,7 +284,8 @@ class JointSmoother:
                                   "measured input work would need the gains and offsets)")
         self._space = ConfigurationSpace(robot.model)
         self._lm = LevenbergMarquardt(SolverOptions(self.strategy, self.tol, self.max_iterations,
-                                                    backend=self.solver, verbose=self.verbose))
+                                                    backend=self.solver, verbose=self.verbose,
+                                                    threads=resolve_threads(self.n_jobs)))
         self._lm.stop_rule = getattr(self, "_stop_rule", None)  # `jerk_auto`: a decided first fit ends
         self._id = InverseDynamicsResidual(layout)
         iv = robot.joint_index_v()

@@ -57,6 +57,7 @@ class SolverOptions:
     theta_tol: float | None = None  # relative to LevenbergMarquardt.theta_scale (e.g. the prior std)
     backend: str = "structured"  # or "gtsam" (GTSAM multifrontal elimination of the same blocks)
     verbose: bool = False
+    threads: int = 1  # of the structured linear solves (1 or 2; `linear_solver.StructuredSolver`)
 
 
 class LevenbergMarquardt:
@@ -70,7 +71,7 @@ class LevenbergMarquardt:
                              f"not {self.options.strategy!r}")
         if self.options.backend not in ("structured", "gtsam"):
             raise ValueError(f"backend must be 'structured' or 'gtsam', not {self.options.backend!r}")
-        self._linear = StructuredSolver()
+        self._linear = StructuredSolver(threads=self.options.threads)
         #: per-coordinate scale of θ for ``theta_tol`` (None: 1); estimators set their prior std
         self.theta_scale = None
         #: every trial step (accepted or not) when not None: a list the caller sets to collect them

@@ -88,9 +88,11 @@ def run_one(spec: RunSpec) -> dict:
     row["host"] = f"{socket.gethostname()}:{os.getpid()}"
     t0 = time.perf_counter()
     try:
+        from ..estimation.linear_solver import default_threads
         from ..robots import load_robot
 
-        with warnings.catch_warnings(record=True) as caught:
+        # one thread per fit: a study is parallel across its runs (workers processes or Dask workers)
+        with warnings.catch_warnings(record=True) as caught, default_threads(1):
             warnings.simplefilter("always")
             robot = load_robot(spec.robot)
             if robot.floating_base:  # legged robots: MuJoCo truth, FloatingBaseSmoother (study/floating.py)
