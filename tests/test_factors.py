@@ -120,6 +120,31 @@ def test_regressor_times_pi_equals_rnea(setup):
                                   load_robot(robot.name).nominal_inertial_parameters())
 
 
+def test_worker_process_shares_the_derivative_loop(setup, monkeypatch):
+    """``processes = 2``: the second half of the knots' Pinocchio loop runs in `knot_worker`'s process
+    (shared memory): bit-identical residual and Jacobians, batched RNEA on two threads equal to rounding;
+    a stopped worker is replaced on the next call."""
+    from fg_sysid import knot_worker
+
+    if not knot_worker.worker_available():
+        pytest.skip("the knot worker needs POSIX")
+    robot, layout, theta, rng = setup
+    monkeypatch.setattr(InverseDynamicsResidual, "PARALLEL_KNOTS", 8)
+    q, v, a = random_state(robot, 41, rng)
+    tau = rng.standard_normal(v.shape)
+    serial, shared = InverseDynamicsResidual(layout), InverseDynamicsResidual(layout)
+    shared.processes = 2
+    one = serial.evaluate(q, v, a, tau, theta)
+    for _ in range(2):
+        two = shared.evaluate(q, v, a, tau, theta)
+        for f in ("r", "Jq", "Jv", "Ja", "Jtheta"):
+            np.testing.assert_array_equal(getattr(two, f), getattr(one, f))
+        knot_worker.shared_worker()._proc.kill()  # the next call starts a new worker
+        knot_worker.shared_worker()._proc.wait()
+    np.testing.assert_allclose(shared.evaluate(q, v, a, tau, theta, jacobians=False).r, one.r,
+                               rtol=1e-12, atol=1e-10)
+
+
 def test_external_forces_slot(setup):
     robot, layout, theta, rng = setup
     res = InverseDynamicsResidual(layout)

@@ -283,11 +283,13 @@ class JointSmoother:
             raise EstimationError("energy observations and the actuation model cannot be combined yet (the "
                                   "measured input work would need the gains and offsets)")
         self._space = ConfigurationSpace(robot.model)
+        threads = resolve_threads(self.n_jobs)
         self._lm = LevenbergMarquardt(SolverOptions(self.strategy, self.tol, self.max_iterations,
                                                     backend=self.solver, verbose=self.verbose,
-                                                    threads=resolve_threads(self.n_jobs)))
+                                                    threads=threads))
         self._lm.stop_rule = getattr(self, "_stop_rule", None)  # `jerk_auto`: a decided first fit ends
         self._id = InverseDynamicsResidual(layout)
+        self._id.processes = threads  # the per-knot Pinocchio loop shared with a second process
         iv = robot.joint_index_v()
         t = log.t[idx]
         self.knot_times_ = t

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 import pinocchio as pin
 
+from ..knot_worker import derivative_loop, shared_worker, worker_available
 from ..layout import ParameterLayout
 from .actuation import apply_actuation
 
@@ -40,7 +41,13 @@ class LayoutModel:
     parameters p, their split (inertial π, friction, armature) and the parameterization Jacobians of the
     current θ. Shared by the residuals that evaluate dynamics at θ (inverse dynamics, energy)."""
 
+    #: fewest knots for which ``processes`` = 2 splits the derivative loop (below, the hand-over costs more)
+    PARALLEL_KNOTS = 2000
+
     def __init__(self, layout: ParameterLayout):
+        #: 2: the per-knot Pinocchio loop of a linearization is shared with a second process
+        #: (`knot_worker`; Pinocchio holds the GIL) and the batched RNEA runs on two threads; 1: serial
+        self.processes = 1
         self.layout = layout
         self.robot = layout.robot
         self.model = self.robot.model.copy()  # private: inertias are rewritten per θ
@@ -56,11 +63,12 @@ class LayoutModel:
         """Rigid-body efforts M(q) a + h(q, v) (N, nv) [N·m | N] of the current θ's inertias (no
         armature, friction or actuation), by Pinocchio's batched RNEA (`rneaInParallel`, one thread: the
         loop over knots runs in C++; equal to the regressor form Y(q, v, a) π up to rounding)."""
-        if self._pool_stale:  # a pool holds copies of the model: a new one after the inertias change
-            self._pool = pin.ModelPool(self.model, 1)
+        threads = 2 if self.processes > 1 else 1
+        if self._pool_stale or self._pool.size() != threads:  # a pool holds copies of the model
+            self._pool = pin.ModelPool(self.model, threads)
             self._pool_stale = False
         q, v, a = (np.ascontiguousarray(np.atleast_2d(x), dtype=float) for x in (q, v, a))
-        tau = np.asarray(pin.rneaInParallel(1, self._pool, q.T, v.T, a.T))
+        tau = np.asarray(pin.rneaInParallel(threads, self._pool, q.T, v.T, a.T))
         return tau.reshape(self.model.nv, q.shape[0]).T  # (a single knot comes back as a vector)
 
     def set_theta(self, theta: np.ndarray) -> None:
@@ -104,19 +112,9 @@ class InverseDynamicsResidual(LayoutModel):
         v = np.atleast_2d(v)
         a = np.atleast_2d(a)
         n, nv = v.shape
-        model, data = self.model, self.data
         L = self.layout
         if jacobians:
-            Y = np.empty((n, nv, 10 * L.nb))
-            Jq = np.empty((n, nv, nv))
-            Jv = np.empty((n, nv, nv))
-            Ja = np.empty((n, nv, nv))
-            for k in range(n):
-                dq, dv, da = pin.computeRNEADerivatives(model, data, q[k], v[k], a[k])
-                Jq[k] = dq
-                Jv[k] = dv
-                Ja[k] = da
-                Y[k] = pin.computeJointTorqueRegressor(model, data, q[k], v[k], a[k])
+            Y, Jq, Jv, Ja = self._derivatives(q, v, a)
             # Pinocchio fills only the upper triangle of M in some versions; symmetrize.
             Ja = np.triu(Ja) + np.transpose(np.triu(Ja, 1), (0, 2, 1))
             r = Y @ self.pi_flat
@@ -134,15 +132,40 @@ class InverseDynamicsResidual(LayoutModel):
         Jv[:, iv, iv] += dtf_dv
         Ja[:, iv, iv] += self.parm + dtf_da
         Jth = np.zeros((n, nv, L.n))
-        Yb = Y.reshape(n, nv, L.nb, 10)
-        # Σ_j Y[n, v, b, j] Ji[b, j, k] per body: one batched product (5× numpy's einsum loop at 20 000 knots)
-        Jth[:, :, L.s_inertial] = np.matmul(Yb[:, :, :, None, :], self.Ji)[:, :, :, 0, :].reshape(
-            n, nv, 10 * L.nb)
+        # Σ_j Y[n, v, b, j] Ji[b, j, k]: one BLAS product per body over all (knot, joint) rows, in place
+        Y2, J2 = Y.reshape(n * nv, 10 * L.nb), Jth.reshape(n * nv, L.n)
+        i0 = L.s_inertial.start
+        for b in range(L.nb):
+            np.matmul(Y2[:, 10 * b:10 * b + 10], self.Ji[b], out=J2[:, i0 + 10 * b:i0 + 10 * b + 10])
         f0 = L.s_friction.start
         for j in range(L.nj):
             Jth[:, iv[j], f0 + j * L.kf: f0 + (j + 1) * L.kf] = dtf_dth[:, j, :]  # w.r.t. θ_f
         Jth[:, iv[rows], L.s_armature.start + rows] = a[:, iv] * self.Ja_arm
         return apply_actuation(L, theta, IDLinearization(r, Jq, Jv, Ja, Jth), tau_meas, iv)  # issue 9 item 2
+
+    def _derivatives(self, q, v, a):
+        """Y (N, nv, 10·nb), ∂τ/∂q, ∂τ/∂v, M (N, nv, nv) at the current inertias (`derivative_loop`);
+        with ``processes`` = 2 and enough knots, the second half of the knots in the worker process
+        (Y is then a view of the shared block, valid until the next call)."""
+        n, nv = v.shape
+        ny = 10 * self.layout.nb
+        model = self.model
+        if self.processes < 2 or n < self.PARALLEL_KNOTS or not worker_available():
+            Y = np.empty((n, nv, ny))
+            Jq, Jv, Ja = (np.empty((n, nv, nv)) for _ in range(3))
+            derivative_loop(model, self.data, q, v, a, Jq, Jv, Ja, Y, 0, n)
+            return Y, Jq, Jv, Ja
+        nq = q.shape[1]
+        worker = shared_worker()
+        qs, vs, as_, Jq, Jv, Ja, Y = worker.buffers(n, nq, nv, ny)
+        qs[:], vs[:], as_[:] = q, v, a
+        half = n // 2
+        worker.start(model, n, nq, nv, ny, half, n)
+        try:
+            derivative_loop(model, self.data, qs, vs, as_, Jq, Jv, Ja, Y, 0, half)
+        finally:
+            worker.wait()
+        return Y, Jq.copy(), Jv.copy(), Ja.copy()
 
     def predict(self, q, v, a, theta) -> np.ndarray:
         """Joint efforts the model predicts, (N, nv): M a + h + armature·a + τ_f; with an actuation block in
