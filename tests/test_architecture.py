@@ -14,6 +14,8 @@ FORBIDDEN = {
     "fg_sysid.factors": ("fg_sysid.estimation", "fg_sysid.cli", "fg_sysid.datasets"),
     "fg_sysid.estimation": ("fg_sysid.cli",),
     "fg_sysid.datasets": ("fg_sysid.cli",),
+    # the worker process's module: a clean interpreter importing numpy and Pinocchio only
+    "fg_sysid.knot_worker": ("fg_sysid.",),
 }
 
 
