@@ -22,13 +22,14 @@ import pickle
 import socket
 import subprocess
 import sys
+import time
 from multiprocessing import shared_memory
 from multiprocessing.connection import Connection
 
 import numpy as np
 import pinocchio as pin
 
-__all__ = ["KnotWorker", "derivative_loop", "shared_worker", "worker_available"]
+__all__ = ["KnotWorker", "derivative_loop", "shared_worker", "worker_available", "worker_cpu_seconds"]
 
 
 def derivative_loop(model, data, q, v, a, Jq, Jv, Ja, Y, lo: int, hi: int) -> None:
@@ -70,6 +71,9 @@ def _serve(conn) -> None:  # pragma: no cover - runs in the worker process
             break
         if msg is None:
             break
+        if msg == "cpu":  # this process's CPU time [s] (benchmarks count it with the caller's)
+            conn.send(time.process_time())
+            continue
         name, n, nq, nv, ny, lo, hi, model_bytes = msg
         try:
             if shm is None or shm.name != name:
@@ -135,6 +139,11 @@ class KnotWorker:
         if msg is not None:
             raise RuntimeError(f"knot worker: {msg}")
 
+    def cpu_seconds(self) -> float:
+        """CPU time [s] the worker process has used so far."""
+        self._conn.send("cpu")
+        return float(self._conn.recv())
+
     def _release(self) -> None:
         if self._shm is not None:
             self._shm.close()
@@ -166,6 +175,12 @@ def shared_worker() -> KnotWorker:
         _WORKER = KnotWorker()
         atexit.register(_WORKER.close)
     return _WORKER
+
+
+def worker_cpu_seconds() -> float:
+    """CPU time [s] of this process's worker so far (0 when none was started): add it to
+    ``time.process_time()`` for a fit's whole CPU cost."""
+    return _WORKER.cpu_seconds() if _WORKER is not None and _WORKER.alive() else 0.0
 
 
 if __name__ == "__main__":  # pragma: no cover - the worker process

@@ -139,6 +139,7 @@ def test_worker_process_shares_the_derivative_loop(setup, monkeypatch):
         two = shared.evaluate(q, v, a, tau, theta)
         for f in ("r", "Jq", "Jv", "Ja", "Jtheta"):
             np.testing.assert_array_equal(getattr(two, f), getattr(one, f))
+        assert knot_worker.worker_cpu_seconds() > 0.0
         knot_worker.shared_worker()._proc.kill()  # the next call starts a new worker
         knot_worker.shared_worker()._proc.wait()
     np.testing.assert_allclose(shared.evaluate(q, v, a, tau, theta, jacobians=False).r, one.r,

@@ -377,7 +377,7 @@ def fit_auto(smoother, log: Log):
         try:
             ls = LeastSquaresSG(velocity_scale=smoother.friction_velocity_scale,
                                 fit_friction=smoother.fit_friction, fit_armature=smoother.fit_armature,
-                                blas_threads=None).fit(log_used, robot).result_
+                                blas_threads=None, n_jobs=smoother.n_jobs).fit(log_used, robot).result_
             sel = select_friction(robot, log_used, float(ls.filter["window_s"]), int(ls.filter["polyorder"]))
         except ValueError as e:
             reason = f"selection unavailable ({e})"

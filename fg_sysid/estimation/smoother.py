@@ -320,7 +320,8 @@ class JointSmoother:
                 ls = getattr(self, "_ls_result", None) or LeastSquaresSG(  # issue 9 item 3: auto's fit
                                     velocity_scale=self.friction_velocity_scale,
                                     fit_friction=self.fit_friction,
-                                    fit_armature=self.fit_armature, blas_threads=None).fit(log, robot).result_
+                                    fit_armature=self.fit_armature, blas_threads=None,
+                                    n_jobs=self.n_jobs).fit(log, robot).result_
                 window_s, order = float(ls.filter["window_s"]), int(ls.filter["polyorder"])
                 ls_rms = dict(zip(ls.measured_joints, ls.residual_rms, strict=True))
                 if self.friction in ("coulomb-viscous", *LEAD_OR_SCALE):
