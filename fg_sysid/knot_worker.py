@@ -22,7 +22,9 @@ import pickle
 import socket
 import subprocess
 import sys
+import threading
 import time
+import warnings
 from multiprocessing import shared_memory
 from multiprocessing.connection import Connection
 
@@ -99,7 +101,9 @@ def worker_available() -> bool:
 
 
 class KnotWorker:
-    """The worker process and the shared block it reads and writes (grown as needed)."""
+    """The worker process and the shared block it reads and writes (grown as needed). `run` is the one
+    entry point: it holds a lock from filling the block to copying the results out, so callers in several
+    threads take turns."""
 
     def __init__(self):
         mine, theirs = socket.socketpair()
@@ -109,40 +113,49 @@ class KnotWorker:
         theirs.close()
         self._conn = Connection(mine.detach())
         self._shm = None
-        self._busy = False
+        self._lock = threading.Lock()
 
     def alive(self) -> bool:
         return self._proc.poll() is None
 
-    def buffers(self, n: int, nq: int, nv: int, ny: int):
-        """Views q, v, a, Jq, Jv, Ja, Y on the shared block for n knots (valid until the next call)."""
-        size = _nbytes(n, nq, nv, ny)
-        if self._shm is None or self._shm.size < size:
-            self._release()
-            self._shm = shared_memory.SharedMemory(create=True, size=max(size, 1))
-        return _views(self._shm.buf, n, nq, nv, ny)
-
-    def start(self, model, n: int, nq: int, nv: int, ny: int, lo: int, hi: int) -> None:
-        """Let the worker run `derivative_loop` on knots lo … hi−1 of the block (``buffers`` of the same
-        sizes filled with q, v, a); `wait` for it."""
-        if not self.alive():
-            raise RuntimeError("the fg-sysid knot worker process has stopped")
-        self._conn.send((self._shm.name, n, nq, nv, ny, lo, hi, pickle.dumps(model)))
-        self._busy = True
-
-    def wait(self) -> None:
-        try:
-            msg = self._conn.recv()
-        except (EOFError, OSError):
-            msg = "the worker process stopped"
-        self._busy = False
-        if msg is not None:
-            raise RuntimeError(f"knot worker: {msg}")
+    def run(self, model, q, v, a, local):
+        """`derivative_loop` of ``model`` at knots (q, v, a) in the worker process while ``local()`` runs
+        here; returns the worker's Jq, Jv, Ja, Y (fresh arrays). Raises RuntimeError if the worker fails
+        (the caller's ``local()`` has then still run)."""
+        n, nq = q.shape
+        nv = v.shape[1]
+        ny = 10 * (model.njoints - 1)
+        with self._lock:
+            if not self.alive():
+                local()
+                raise RuntimeError("the worker process has stopped")
+            size = _nbytes(n, nq, nv, ny)
+            if self._shm is None or self._shm.size < size:
+                self._release()
+                self._shm = shared_memory.SharedMemory(create=True, size=max(size, 1))
+            qs, vs, as_, Jq, Jv, Ja, Y = _views(self._shm.buf, n, nq, nv, ny)
+            qs[:], vs[:], as_[:] = q, v, a
+            try:
+                self._conn.send((self._shm.name, n, nq, nv, ny, 0, n, pickle.dumps(model)))
+            except OSError as exc:
+                local()
+                raise RuntimeError(f"the worker process is unreachable ({exc})") from None
+            try:
+                local()
+            finally:
+                try:
+                    msg = self._conn.recv()
+                except (EOFError, OSError):
+                    msg = "the worker process stopped"
+            if msg is not None:
+                raise RuntimeError(msg)
+            return Jq.copy(), Jv.copy(), Ja.copy(), Y.copy()
 
     def cpu_seconds(self) -> float:
         """CPU time [s] the worker process has used so far."""
-        self._conn.send("cpu")
-        return float(self._conn.recv())
+        with self._lock:
+            self._conn.send("cpu")
+            return float(self._conn.recv())
 
     def _release(self) -> None:
         if self._shm is not None:
@@ -151,28 +164,37 @@ class KnotWorker:
             self._shm = None
 
     def close(self) -> None:
-        try:
-            if self._busy:
-                self.wait()
+        with self._lock:
+            try:
+                if self.alive():
+                    self._conn.send(None)
+                    self._proc.wait(timeout=5)
+            except (OSError, EOFError, subprocess.TimeoutExpired):
+                pass
             if self.alive():
-                self._conn.send(None)
-                self._proc.wait(timeout=5)
-        except (OSError, EOFError, RuntimeError, subprocess.TimeoutExpired):
-            pass
-        if self.alive():
-            self._proc.kill()
-        self._conn.close()
-        self._release()
+                self._proc.kill()
+            self._conn.close()
+            self._release()
 
 
 _WORKER: KnotWorker | None = None
+_FAILED = False  # the worker could not be started here: stay serial
 
 
-def shared_worker() -> KnotWorker:
-    """This process's worker, started on first use and stopped at exit."""
-    global _WORKER
+def shared_worker() -> KnotWorker | None:
+    """This process's worker, started on first use (again if it stopped) and stopped at exit; None where
+    it cannot run (not POSIX, or starting it failed once: a warning said why)."""
+    global _WORKER, _FAILED
+    if _FAILED or not worker_available():
+        return None
     if _WORKER is None or not _WORKER.alive():
-        _WORKER = KnotWorker()
+        try:
+            _WORKER = KnotWorker()
+        except OSError as exc:
+            _FAILED = True
+            warnings.warn(f"fg-sysid knot worker could not start ({exc}); the derivative loop runs serially",
+                          RuntimeWarning, stacklevel=2)
+            return None
         atexit.register(_WORKER.close)
     return _WORKER
 

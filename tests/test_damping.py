@@ -99,24 +99,25 @@ def test_hybrid_converges_on_the_sharp_friction_log_where_the_trust_region_stall
     assert hy._lm.lam is not None and hy._lm.lam >= LevenbergMarquardt.LAM_MIN
 
 
-@pytest.mark.parametrize("flag,value,key", [("--damping", "hybrid", "strategy"),
-                                             ("--theta-steps", "additive", "theta_steps")])
-def test_cli_step_options(tmp_path, z1_sharp, flag, value, key):
-    """`--damping hybrid` and `--theta-steps additive` (session 12) reach the smoother (its summary says so);
-    with a baseline: exit 2, no output."""
+@pytest.mark.parametrize("flag,value,key,bad_method", [("--damping", "hybrid", "strategy", "ls-sg"),
+                                                        ("--theta-steps", "additive", "theta_steps", "ls-sg"),
+                                                        ("--jobs", "1", "n_jobs", "energy-ls")])
+def test_cli_step_options(tmp_path, z1_sharp, flag, value, key, bad_method):
+    """`--damping hybrid`, `--theta-steps additive` (session 12) and `--jobs 1` (session 13) reach the
+    smoother (its summary says so); with a baseline they do not apply to: exit 2, no output."""
     robot, train, _ = z1_sharp
     path = tmp_path / "log.csv"
     write_log(train.log.slice(0, 300), path)
     runner = CliRunner()
     out = tmp_path / "fit"
-    bad = runner.invoke(main, ["identify", str(path), "--robot", "z1", "--out", str(out), "--method", "ls-sg",
-                               flag, value, "--quiet"])
+    bad = runner.invoke(main, ["identify", str(path), "--robot", "z1", "--out", str(out), "--method",
+                               bad_method, flag, value, "--quiet"])
     assert bad.exit_code == 2 and f"{flag} {value}" in bad.output and not out.exists(), bad.output
     ok = runner.invoke(main, ["identify", str(path), "--robot", "z1", "--out", str(out), flag, value,
                               "--quiet"])
     assert ok.exit_code == 0, ok.output
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["options"][key] == value and summary["physically_consistent"], summary
+    assert str(summary["options"][key]) == value and summary["physically_consistent"], summary
 
 
 def test_hybrid_takes_the_same_steps_with_the_gtsam_back_end():

@@ -123,7 +123,7 @@ def test_regressor_times_pi_equals_rnea(setup):
 def test_worker_process_shares_the_derivative_loop(setup, monkeypatch):
     """``processes = 2``: the second half of the knots' Pinocchio loop runs in `knot_worker`'s process
     (shared memory): bit-identical residual and Jacobians, batched RNEA on two threads equal to rounding;
-    a stopped worker is replaced on the next call."""
+    a stopped worker is replaced on the next call; a failing one leaves its knots to the caller."""
     from fg_sysid import knot_worker
 
     if not knot_worker.worker_available():
@@ -144,6 +144,16 @@ def test_worker_process_shares_the_derivative_loop(setup, monkeypatch):
         knot_worker.shared_worker()._proc.wait()
     np.testing.assert_allclose(shared.evaluate(q, v, a, tau, theta, jacobians=False).r, one.r,
                                rtol=1e-12, atol=1e-10)
+
+    def broken(self, model, q, v, a, local):
+        local()
+        raise RuntimeError("test: the worker failed")
+
+    monkeypatch.setattr(knot_worker.KnotWorker, "run", broken)  # its knots are then computed here
+    with pytest.warns(RuntimeWarning, match="the worker failed"):
+        two = shared.evaluate(q, v, a, tau, theta)
+    for f in ("r", "Jq", "Jv", "Ja", "Jtheta"):
+        np.testing.assert_array_equal(getattr(two, f), getattr(one, f))
 
 
 def test_external_forces_slot(setup):

@@ -76,7 +76,7 @@ def run_identification(robot, log, method: str = "smoother", options: dict | Non
             return est.result_, None, est
         from ..estimation.baseline import LeastSquaresSG
 
-        est = LeastSquaresSG(velocity_scale=vs).fit(log, robot)
+        est = LeastSquaresSG(velocity_scale=vs, n_jobs=options.get("n_jobs")).fit(log, robot)
         res = est.result_
         filt = {"window_s": float(res.filter["window_s"]), "polyorder": int(res.filter["polyorder"])}
         return res, filt, est
@@ -203,6 +203,11 @@ def _positive(name, val, allow_none=True):
                    "them only if the fitted accelerations' Nyquist-band RMS exceeds the motion's RMS "
                    "acceleration (summary.json noise.acceleration_process_auto); off: never. Default: "
                    f"{ACCELERATION_PROCESS_DEFAULT} (docs/damping.md).")
+@click.option("--jobs", "jobs", type=click.Choice(("auto", "1", "2")), default="auto", show_default=True,
+              help="Cores of one fit (issue 9, session 13): auto = those this process may use, at most 2 "
+                   "(the linear solves eliminate the knots from both ends at once; a worker process shares "
+                   "the per-knot Pinocchio loop); 1 = one core (several fits side by side). "
+                   "docs/performance.md.")
 @effort_timing_options  # issues 11 + 9: held efforts re-timed to the knots
 def identify_cmd(log_path, robot_source, out, method, knot_stride, sigma_q, sigma_v, sigma_tau, inertia,
                  friction, friction_velocity_scale, max_iterations, contact_radius, total_mass,
@@ -210,7 +215,7 @@ def identify_cmd(log_path, robot_source, out, method, knot_stride, sigma_q, sigm
                  symmetry, symmetry_std, constraints, process_noise, impacts, touchdown_settle, use_forces,
                  energy, dynamics, fit_actuation, quiet, robust="none", damping="line-search",
                  stick_weights="none", acceleration_process=None, effort_timing="sample",
-                 effort_hold_period=None, theta_steps="physical"):
+                 effort_hold_period=None, theta_steps="physical", jobs="auto"):
     """Identify ROBOT's physical parameters from LOG (CSV or Parquet, t/q.*/v.*/tau.* columns, or a ROS
     bag: rosbag2 directory, .db3, .mcap, ROS 1 .bag; see docs/data-format.md).
 
@@ -268,6 +273,10 @@ def identify_cmd(log_path, robot_source, out, method, knot_stride, sigma_q, sigm
         if robot.floating_base or method != "smoother":
             fail(f"--damping {damping} applies to the smoother on fixed-base robots")
         options["strategy"] = damping
+    if jobs != "auto":  # issue 9 (session 13): two cores by default
+        if method == "energy-ls" or (robot.floating_base and method == "ls-sg"):
+            fail(f"--jobs {jobs} applies to the smoother and the ls-sg baseline of fixed-base robots")
+        options["n_jobs"] = int(jobs)
     if theta_steps != "physical":  # issue 9 (session 12): `ParameterLayout.retract` or θ + δθ
         if robot.floating_base or method != "smoother":
             fail(f"--theta-steps {theta_steps} applies to the smoother on fixed-base robots")

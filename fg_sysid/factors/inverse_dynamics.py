@@ -15,12 +15,13 @@ Jacobians are w.r.t. tangent perturbations of q (q ⊕ δq), v, a and the uncons
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
 import pinocchio as pin
 
-from ..knot_worker import derivative_loop, shared_worker, worker_available
+from ..knot_worker import derivative_loop, shared_worker
 from ..layout import ParameterLayout
 from .actuation import apply_actuation
 
@@ -145,27 +146,25 @@ class InverseDynamicsResidual(LayoutModel):
 
     def _derivatives(self, q, v, a):
         """Y (N, nv, 10·nb), ∂τ/∂q, ∂τ/∂v, M (N, nv, nv) at the current inertias (`derivative_loop`);
-        with ``processes`` = 2 and enough knots, the second half of the knots in the worker process
-        (Y is then a view of the shared block, valid until the next call)."""
+        with ``processes`` = 2 and enough knots, the second half of the knots in `knot_worker`'s process
+        (bit-identical; if the worker fails, that half runs here too, with a warning)."""
         n, nv = v.shape
-        ny = 10 * self.layout.nb
-        model = self.model
-        if self.processes < 2 or n < self.PARALLEL_KNOTS or not worker_available():
-            Y = np.empty((n, nv, ny))
-            Jq, Jv, Ja = (np.empty((n, nv, nv)) for _ in range(3))
-            derivative_loop(model, self.data, q, v, a, Jq, Jv, Ja, Y, 0, n)
+        Y = np.empty((n, nv, 10 * self.layout.nb))
+        Jq, Jv, Ja = (np.empty((n, nv, nv)) for _ in range(3))
+        worker = shared_worker() if self.processes > 1 and n >= self.PARALLEL_KNOTS else None
+        if worker is None:
+            derivative_loop(self.model, self.data, q, v, a, Jq, Jv, Ja, Y, 0, n)
             return Y, Jq, Jv, Ja
-        nq = q.shape[1]
-        worker = shared_worker()
-        qs, vs, as_, Jq, Jv, Ja, Y = worker.buffers(n, nq, nv, ny)
-        qs[:], vs[:], as_[:] = q, v, a
         half = n // 2
-        worker.start(model, n, nq, nv, ny, half, n)
         try:
-            derivative_loop(model, self.data, qs, vs, as_, Jq, Jv, Ja, Y, 0, half)
-        finally:
-            worker.wait()
-        return Y, Jq.copy(), Jv.copy(), Ja.copy()
+            Jq[half:], Jv[half:], Ja[half:], Y[half:] = worker.run(
+                self.model, q[half:], v[half:], a[half:],
+                lambda: derivative_loop(self.model, self.data, q, v, a, Jq, Jv, Ja, Y, 0, half))
+        except RuntimeError as exc:
+            warnings.warn(f"fg-sysid knot worker: {exc}; its knots were computed here", RuntimeWarning,
+                          stacklevel=3)
+            derivative_loop(self.model, self.data, q, v, a, Jq, Jv, Ja, Y, half, n)
+        return Y, Jq, Jv, Ja
 
     def predict(self, q, v, a, theta) -> np.ndarray:
         """Joint efforts the model predicts, (N, nv): M a + h + armature·a + τ_f; with an actuation block in
