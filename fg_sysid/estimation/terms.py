@@ -117,7 +117,7 @@ def inverse_dynamics(problem: Problem, id_residual, tau_meas, w) -> Term:
         if not jac:
             return Residual(lin.r, w=ev.rows(w))
         J = problem.state_jacobian(lin.r.shape[0], lin.r.shape[1], {"q": lin.Jq, "v": lin.Jv, "a": lin.Ja})
-        return Residual(lin.r, J, Jt=lin.Jtheta, w=ev.rows(w))
+        return Residual(lin.r, J, Jt=lin.Jtheta, w=ev.rows(w), owned=True)  # made for this call
 
     return Term("inverse_dynamics", "knot", "measurement", evaluate)
 
