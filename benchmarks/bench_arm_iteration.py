@@ -5,7 +5,8 @@ bench_outofclass.py (MuJoCo truth, σ = 0.1, so the white-jerk rows are on: the 
 problems), each timed on the smoother's own linearized problem at its solution, best of ``--repeat``:
 
 * ``linearize``: every term's residual and Jacobians (inverse dynamics: Pinocchio's RNEA derivatives and
-  torque regressor per knot);
+  torque regressor per knot), the per-knot loop in this process alone and shared with the worker process
+  (session 13, `fg_sysid.knot_worker`);
 * ``cost``: the residuals alone (a line-search trial) — since session 11 by Pinocchio's batched RNEA
   (`LayoutModel.rnea`), against the regressor loop it replaced (``cost (regressor loop)``);
 * ``normal equations`` and ``solve`` (`StructuredSolver.solve`: compiled per-knot elimination,
@@ -84,17 +85,21 @@ def run(robot_name: str, repeat: int) -> list[dict]:
     dx_ref, dth_ref = blas_loop_solve(graph)
     agree = float(np.max(np.abs(step.dx - dx_ref)) / max(np.max(np.abs(dx_ref)), 1e-300))
     idr = sm._id  # the smoother's `InverseDynamicsResidual`
-    rows = [("linearize", best(lambda: prob.linearize(x, theta), repeat)),
-            ("cost (batched RNEA)", best(lambda: prob.cost(x, theta), repeat))]
+    rows = []
+    for procs, label in ((1, "linearize"), (2, "linearize (2 processes: `knot_worker`)")):
+        if idr is not None:
+            idr.processes = procs
+        rows.append((label, best(lambda: prob.linearize(x, theta), repeat)))
+    rows.append(("cost (batched RNEA, 2 threads)", best(lambda: prob.cost(x, theta), repeat)))
     if idr is not None:
         q, v, a = (np.asarray(s, float) for s in x)
         idr.set_theta(theta)
         rows.append(("cost (regressor loop), ID part", best(lambda: regressor_cost(idr, q, v, a), repeat)))
-        rows.append(("cost (batched RNEA), ID part", best(lambda: idr.rnea(q, v, a), repeat)))
+        rows.append(("cost (batched RNEA, 2 threads), ID part", best(lambda: idr.rnea(q, v, a), repeat)))
     one, two = StructuredSolver(threads=1), StructuredSolver(threads=2)
     A = np.empty((graph.n_knots, graph.nx, graph.nx + graph.ntheta + 1))  # a reused buffer, as the solver's
-    step2 = two.solve(graph, 0.0)
-    agree2 = float(np.max(np.abs(step2.dx - step.dx)) / max(np.max(np.abs(step.dx)), 1e-300))
+    step1, step2 = one.solve(graph, 0.0), two.solve(graph, 0.0)
+    agree2 = float(np.max(np.abs(step2.dx - step1.dx)) / max(np.max(np.abs(step1.dx)), 1e-300))
     rows += [("normal equations", best(lambda: graph.normal_equations(out=A), repeat)),
              ("normal equations (2 threads)", best(lambda: graph.normal_equations(out=A, threads=2), repeat)),
              ("solve (compiled)", best(lambda: one.solve(graph, 0.0), repeat)),
