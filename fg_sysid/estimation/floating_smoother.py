@@ -164,7 +164,8 @@ class FloatingBaseSmoother(JointSmoother):
             knots), as `JointSmoother` (`effort_timing`; "cv" is for fixed-base open chains).
         strategy: Levenberg–Marquardt damping of every stage (`solver.STRATEGIES`): ``"trust-region"``
             (default) or ``"hybrid"`` / ``"line-search"`` (issue 12, session 9: docs/benchmarks.md).
-        n_jobs: threads of the linear solves, as `JointSmoother` (None = up to 2, 1 = one thread).
+        n_jobs: threads of the linear solves, as `JointSmoother` (None = up to 2, 1 = one thread); used on
+            chains of ≥ 2000 knots only (the default knot stride usually keeps a floating-base log below).
     """
 
     #: LM stops when no θ coordinate moved more than this fraction of its prior std in two consecutive
