@@ -76,7 +76,7 @@ def _serve(conn) -> None:  # pragma: no cover - runs in the worker process
         if msg == "cpu":  # this process's CPU time [s] (benchmarks count it with the caller's)
             conn.send(time.process_time())
             continue
-        name, n, nq, nv, ny, lo, hi, model_bytes = msg
+        name, n, nq, nv, ny, model_bytes = msg
         try:
             if shm is None or shm.name != name:
                 if shm is not None:
@@ -86,7 +86,7 @@ def _serve(conn) -> None:  # pragma: no cover - runs in the worker process
                 resource_tracker.unregister(shm._name, "shared_memory")
             model = pickle.loads(model_bytes)
             q, v, a, Jq, Jv, Ja, Y = _views(shm.buf, n, nq, nv, ny)
-            derivative_loop(model, model.createData(), q, v, a, Jq, Jv, Ja, Y, lo, hi)
+            derivative_loop(model, model.createData(), q, v, a, Jq, Jv, Ja, Y, 0, n)
             del q, v, a, Jq, Jv, Ja, Y
             conn.send(None)
         except Exception as exc:  # reported to the caller, which raises it
@@ -118,13 +118,13 @@ class KnotWorker:
     def alive(self) -> bool:
         return self._proc.poll() is None
 
-    def run(self, model, q, v, a, local):
+    def run(self, model, q, v, a, local, out):
         """`derivative_loop` of ``model`` at knots (q, v, a) in the worker process while ``local()`` runs
-        here; returns the worker's Jq, Jv, Ja, Y (fresh arrays). Raises RuntimeError if the worker fails
-        (the caller's ``local()`` has then still run)."""
+        here; the worker's ∂τ/∂q, ∂τ/∂v, M, Y are copied into ``out`` = (Jq, Jv, Ja, Y) (arrays of those
+        knots). Raises RuntimeError if the worker fails (the caller's ``local()`` has then still run)."""
         n, nq = q.shape
         nv = v.shape[1]
-        ny = 10 * (model.njoints - 1)
+        ny = out[3].shape[2]
         with self._lock:
             if not self.alive():
                 local()
@@ -133,10 +133,10 @@ class KnotWorker:
             if self._shm is None or self._shm.size < size:
                 self._release()
                 self._shm = shared_memory.SharedMemory(create=True, size=max(size, 1))
-            qs, vs, as_, Jq, Jv, Ja, Y = _views(self._shm.buf, n, nq, nv, ny)
+            qs, vs, as_, *results = _views(self._shm.buf, n, nq, nv, ny)
             qs[:], vs[:], as_[:] = q, v, a
             try:
-                self._conn.send((self._shm.name, n, nq, nv, ny, 0, n, pickle.dumps(model)))
+                self._conn.send((self._shm.name, n, nq, nv, ny, pickle.dumps(model)))
             except OSError as exc:
                 local()
                 raise RuntimeError(f"the worker process is unreachable ({exc})") from None
@@ -149,7 +149,8 @@ class KnotWorker:
                     msg = "the worker process stopped"
             if msg is not None:
                 raise RuntimeError(msg)
-            return Jq.copy(), Jv.copy(), Ja.copy(), Y.copy()
+            for dst, src in zip(out, results, strict=True):
+                dst[...] = src
 
     def cpu_seconds(self) -> float:
         """CPU time [s] the worker process has used so far."""

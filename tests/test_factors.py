@@ -145,7 +145,7 @@ def test_worker_process_shares_the_derivative_loop(setup, monkeypatch):
     np.testing.assert_allclose(shared.evaluate(q, v, a, tau, theta, jacobians=False).r, one.r,
                                rtol=1e-12, atol=1e-10)
 
-    def broken(self, model, q, v, a, local):
+    def broken(self, model, q, v, a, local, out):
         local()
         raise RuntimeError("test: the worker failed")
 

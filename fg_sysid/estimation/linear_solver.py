@@ -65,6 +65,14 @@ def resolve_threads(n_jobs: int | None) -> int:
     return int(n_jobs)
 
 
+def _in_two(first, second):
+    """``first()`` here and ``second()`` in a second thread at once (numpy's products and the compiled
+    kernels release the GIL); returns both results."""
+    with ThreadPoolExecutor(1) as ex:
+        later = ex.submit(second)
+        return first(), later.result()
+
+
 class SingularSystemError(np.linalg.LinAlgError):
     """The normal equations are not positive definite (an unobservable or degenerate problem)."""
 
@@ -186,10 +194,8 @@ class LinearizedGraph:
         step = self.CHUNK
         M = N // 2 // step * step  # split at a chunk boundary
         if threads > 1 and M >= step and N - M >= step:
-            with ThreadPoolExecutor(1) as ex:
-                later = ex.submit(self._accumulate, out, B, Dk, cached, M, N)
-                Htt, gt = self._accumulate(out, B, Dk, cached, 0, M)
-                Htt2, gt2 = later.result()
+            (Htt, gt), (Htt2, gt2) = _in_two(lambda: self._accumulate(out, B, Dk, cached, 0, M),
+                                             lambda: self._accumulate(out, B, Dk, cached, M, N))
             Htt += Htt2
             gt += gt2
             self._add_pairs(out, B, Dk, cached, slice(M - 1, M))  # the pair joining the halves
@@ -309,7 +315,8 @@ class StructuredSolver:
     """
 
     CHUNK = 512  # knots per block of the θ-border accumulation
-    #: fewest knots for which ``threads`` = 2 splits the work (below, starting a thread costs more)
+    #: fewest knots for which ``threads`` = 2 splits the work (measured at 20 000 knots; shorter chains
+    #: stay on one thread, not measured)
     MIN_SPLIT_KNOTS = 2000
 
     def __init__(self, threads: int = 1):
@@ -317,7 +324,7 @@ class StructuredSolver:
             raise ValueError(f"threads must be 1 or 2, not {threads!r}")
         #: 2: the knots are eliminated from both ends at once (a "twisted" block factorization meeting at
         #: the middle knot), the normal equations and the θ border accumulated in two halves; the same
-        #: arithmetic as one thread up to rounding, ~1.7× faster per solve on 2 cores
+        #: arithmetic as one thread up to rounding, 1.3–1.5× faster per solve on 2 cores (docs/benchmarks.md)
         self.threads = threads
         self._shape = None
 
@@ -364,16 +371,11 @@ class StructuredSolver:
         # θ border: S = Htt − Σ Z_kᵀ Z_k, s = gt − Σ Z_kᵀ z_k, accumulated in blocks of knots
         s = np.column_stack([gt] + [np.asarray(gtp, float) for _, gtp in rhs])
         if split:
-            with ThreadPoolExecutor(1) as ex:
-                later = ex.submit(self._border, W, E, M, N)
-                S, s0 = self._border(W, E, 0, M)
-                S1, s1 = later.result()
-            S = Htt - S - S1
-            s = s - s0 - s1
+            (S0, s0), (S1, s1) = _in_two(lambda: self._border(W, E, 0, M), lambda: self._border(W, E, M, N))
+            S, s = Htt - S0 - S1, s - s0 - s1
         else:
-            S, s0 = self._border(W, E, 0, N)
-            S = Htt - S
-            s = s - s0
+            S0, s0 = self._border(W, E, 0, N)
+            S, s = Htt - S0, s - s0
         try:
             Ls_t = np.linalg.cholesky(S)
         except np.linalg.LinAlgError:
@@ -405,7 +407,6 @@ class StructuredSolver:
         pred = -0.5 * g_dot + 0.5 * lam * damp_term
         return Step(dx, dtheta, S, pred, sols[1:])
 
-
     @staticmethod
     def _forward_twisted(A, E, B, Lfac, M) -> int:
         """`block_forward` from both ends at once (two threads): knots 0 … M−1 forward in time into knot
@@ -413,10 +414,9 @@ class StructuredSolver:
         added afterwards; then knot M. Returns −1 or a failing knot."""
         N = A.shape[0]
         sink_A, sink_E = np.zeros_like(A[M]), np.zeros_like(E[M])
-        with ThreadPoolExecutor(1) as ex:
-            later = ex.submit(block_forward_run, A, E, B, Lfac, N - 1, N - 1 - M, -1, sink_A, sink_E, False)
-            bad = block_forward_run(A, E, B, Lfac, 0, M, 1, A[M], E[M], False)
-            bad_rev = later.result()
+        bad, bad_rev = _in_two(lambda: block_forward_run(A, E, B, Lfac, 0, M, 1, A[M], E[M], False),
+                               lambda: block_forward_run(A, E, B, Lfac, N - 1, N - 1 - M, -1, sink_A, sink_E,
+                                                         False))
         if bad >= 0 or bad_rev >= 0:
             return bad if bad >= 0 else bad_rev
         A[M] += sink_A

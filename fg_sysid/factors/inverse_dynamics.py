@@ -42,7 +42,8 @@ class LayoutModel:
     parameters p, their split (inertial π, friction, armature) and the parameterization Jacobians of the
     current θ. Shared by the residuals that evaluate dynamics at θ (inverse dynamics, energy)."""
 
-    #: fewest knots for which ``processes`` = 2 splits the derivative loop (below, the hand-over costs more)
+    #: fewest knots for which ``processes`` = 2 splits the derivative loop (measured at 20 000; shorter
+    #: chains stay serial: the hand-over's fixed cost was not measured)
     PARALLEL_KNOTS = 2000
 
     def __init__(self, layout: ParameterLayout):
@@ -62,8 +63,9 @@ class LayoutModel:
 
     def rnea(self, q: np.ndarray, v: np.ndarray, a: np.ndarray) -> np.ndarray:
         """Rigid-body efforts M(q) a + h(q, v) (N, nv) [N·m | N] of the current θ's inertias (no
-        armature, friction or actuation), by Pinocchio's batched RNEA (`rneaInParallel`, one thread: the
-        loop over knots runs in C++; equal to the regressor form Y(q, v, a) π up to rounding)."""
+        armature, friction or actuation), by Pinocchio's batched RNEA (`rneaInParallel`, the loop over
+        knots in C++, on two threads when ``processes`` = 2; equal to the regressor form Y(q, v, a) π up to
+        rounding)."""
         threads = 2 if self.processes > 1 else 1
         if self._pool_stale or self._pool.size() != threads:  # a pool holds copies of the model
             self._pool = pin.ModelPool(self.model, threads)
@@ -157,9 +159,9 @@ class InverseDynamicsResidual(LayoutModel):
             return Y, Jq, Jv, Ja
         half = n // 2
         try:
-            Jq[half:], Jv[half:], Ja[half:], Y[half:] = worker.run(
-                self.model, q[half:], v[half:], a[half:],
-                lambda: derivative_loop(self.model, self.data, q, v, a, Jq, Jv, Ja, Y, 0, half))
+            worker.run(self.model, q[half:], v[half:], a[half:],
+                       lambda: derivative_loop(self.model, self.data, q, v, a, Jq, Jv, Ja, Y, 0, half),
+                       out=(Jq[half:], Jv[half:], Ja[half:], Y[half:]))
         except RuntimeError as exc:
             warnings.warn(f"fg-sysid knot worker: {exc}; its knots were computed here", RuntimeWarning,
                           stacklevel=3)
