@@ -98,6 +98,72 @@ def test_cv_score_equals_explicit_refits(z1_logs):
     assert score == pytest.approx(np.mean(ref), rel=1e-6)
 
 
+def _filtered_noise_std(noise, window, order, deriv, dt):
+    """Empirical std of the regression's SG filter applied to the noise itself (rows away from the ends)."""
+    from fg_sysid.estimation.baseline import _sg
+
+    h = window // 2
+    return np.std(_sg(noise, window, order, deriv, dt)[h:-h], axis=0)
+
+
+@pytest.mark.parametrize("with_v", [True, False])
+def test_velocity_noise_is_the_filtered_noise(with_v):
+    """`FrictionSelection.velocity_noise` (the regression's velocity resolution) equals the std of its SG
+    filter applied to the log's own noise — logged velocities (short window) or q's derivative (CV window)."""
+    import dataclasses
+
+    robot = load_robot("z1")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        sim = simulate(robot, 10.0, 1000.0, 0.01, 0)
+    log = sim.log if with_v else dataclasses.replace(sim.log, v=None)
+    sel = fs.select_friction(robot, log, WINDOW_S, ORDER)
+    got = np.array(list(sel.velocity_noise.values()))
+    dt = 1e-3
+    if with_v:  # 50 ms window on the logged velocities
+        ref = _filtered_noise_std(sim.log.v - sim.truth_log.v, 51, ORDER, 0, dt)
+        np.testing.assert_allclose(got, ref, rtol=0.1)
+    else:  # the 401-sample derivative window leaves ~25 independent values in 10 s: 200 s of the noise law
+        white = np.random.default_rng(0).normal(0.0, 0.01, (200_000, 1))
+        ref = _filtered_noise_std(white, 401, ORDER, 1, dt)
+        np.testing.assert_allclose(got, ref[0], rtol=0.1)
+    # logged velocities at σ_v = 0.01 rad/s are sharp after 50 ms (≈ 0.002 rad/s); q's derivative at
+    # σ_q = 0.01 rad over the 0.4 s window is not (≈ 0.011 rad/s > BLIND_VELOCITY)
+    assert sel.blurred is (not with_v) and sel.as_dict()["blurred_velocities"] is sel.blurred
+
+
+def test_blurred_velocities_choose_the_nesting_law(z1_logs):
+    """σ = 0.1 (velocity noise 0.1 rad/s): the regression's velocities are noisier than the Stribeck prior's
+    peak width, and `stribeck6` (which nests the tanh law) is chosen although the truth has no peak (the CV
+    cannot be trusted to say; `test_decide_rules` checks the "unless worse" branch)."""
+    robot, _ = z1_logs
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        log = simulate(robot, 10.0, 1000.0, 0.1, 0).log  # in-class truth: no Stribeck peak at all
+    sel = fs.select_friction(robot, log, WINDOW_S, ORDER)
+    vn = np.median(list(sel.velocity_noise.values()))
+    assert vn > fs.BLIND_VELOCITY and sel.blurred, vn
+    assert sel.chosen == "stribeck6" and "blurred" in sel.reason, sel.reason
+
+
+def test_decide_rules():
+    """The two rules of `decide` on fixed fold scores: sharp velocities need a gain in every fold and on
+    average; blurred velocities keep the nesting law unless it is worse on average by more than the margin."""
+    cands, m = fs.CANDIDATES, fs.MARGIN
+    sharp, blurred = 0.1 * fs.BLIND_VELOCITY, 2 * fs.BLIND_VELOCITY
+
+    def scores(gains):
+        return {cands[0]: [1.0] * len(gains), cands[1]: [1.0 - g for g in gains]}
+
+    assert fs.decide(scores([2 * m] * 5), cands, m, sharp)[0] == "stribeck6"
+    assert fs.decide(scores([4 * m, 4 * m, 4 * m, 4 * m, -m / 10]), cands, m, sharp)[0] == cands[0]  # a fold
+    assert fs.decide(scores([m / 2] * 5), cands, m, sharp)[0] == cands[0]  # below the margin
+    assert fs.decide(scores([-m / 2] * 5), cands, m, blurred)[0] == "stribeck6"  # noise: the nesting law
+    chosen, reason = fs.decide(scores([-2 * m] * 5), cands, m, blurred)  # clearly worse: the simple law
+    assert chosen == cands[0] and "blurred" in reason
+    assert fs.decide({cands[0]: [1.0]}, cands[:1], m, blurred)[0] == cands[0]
+
+
 def test_stribeck_start_is_a_valid_stribeck6_vector(z1_logs):
     robot, logs = z1_logs
     sel = fs.select_friction(robot, logs["stribeck"], WINDOW_S, ORDER, candidates=("stribeck6",))

@@ -4,6 +4,7 @@ knot accelerations above the motion's RMS acceleration)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import warnings
 
@@ -85,7 +86,12 @@ def test_auto_lead_law_is_dropped_where_the_rows_fire():
     from fg_sysid.estimation.jerk_auto import noisy_refit_law
 
     robot, sim = _log(0.1)
-    sm = _fit(robot, sim.log, acceleration_process="auto", friction="auto")
+    # velocities logged ten times more precisely than q and τ: the selection's regression sees them sharp
+    # (noise std after its filter < BLIND_VELOCITY), so it keeps the Coulomb family and the lead law
+    rng = np.random.default_rng(5)
+    log = dataclasses.replace(sim.log, v=sim.truth_log.v + rng.normal(0.0, 0.01, sim.log.v.shape))
+    sm = _fit(robot, log, acceleration_process="auto", friction="auto")
+    assert not sm.friction_selection_.blurred, sm.friction_selection_.velocity_noise
     assert sm.acceleration_auto_first_.layout.friction.name == LEAD_LAW
     assert sm.result_.layout.friction.name == "stribeck6" and sm.friction == "auto"
     sel = sm.result_.summary()["friction_selection"]
@@ -105,6 +111,22 @@ def test_auto_lead_law_is_dropped_where_the_rows_fire():
     robot, sim = _log(0.001)
     precise = _fit(robot, sim.log, acceleration_process="auto", friction="auto")
     assert precise.result_.layout.friction.name == LEAD_LAW
+
+
+def test_blurred_velocities_fit_stribeck6_from_the_start():
+    """σ = 0.1 on every channel: the regression's velocities are blurred (session 14), so friction="auto"
+    fits stribeck6 from the start; where the rows fire, the refit keeps the law and continues from the
+    first fit's θ (no lead to drop)."""
+    from fg_sysid.estimation.friction_select import BLIND_VELOCITY
+
+    robot, sim = _log(0.1)
+    sm = _fit(robot, sim.log, acceleration_process="auto", friction="auto")
+    sel = sm.result_.summary()["friction_selection"]
+    assert sel["blurred_velocities"] and np.median(list(sel["velocity_noise"].values())) > BLIND_VELOCITY
+    assert sel["regression_choice"] == sel["chosen"] == "stribeck6" and "blurred" in sel["reason"], sel
+    assert "absorbed" not in sel["reason"], sel["reason"]
+    assert sm.acceleration_auto_first_.layout.friction.name == sm.result_.layout.friction.name == "stribeck6"
+    assert sm.result_.noise["acceleration_process_auto"]["chosen"] == "on"
 
 
 def test_auto_keeps_the_default_on_a_precise_log():

@@ -39,13 +39,16 @@ import time
 from dataclasses import dataclass, field
 
 import numpy as np
+from scipy.signal import savgol_coeffs
 
 from ..datasets.log import Log
+from ..parameterizations import Stribeck6
 from ..robots import RobotModel
 from .baseline import _prepare, _sg, nominal_parameters, stacked_regressor
+from .noise import highfreq_noise_std
 
-__all__ = ["CANDIDATES", "LEAD_LAW", "MARGIN", "VS_GRID", "VST_GRID", "FrictionSelection", "select_friction",
-           "stribeck_start", "fit_auto"]
+__all__ = ["BLIND_VELOCITY", "CANDIDATES", "LEAD_LAW", "MARGIN", "VS_GRID", "VST_GRID", "FrictionSelection",
+           "decide", "select_friction", "stribeck_start", "fit_auto"]
 
 #: candidate laws, simplest first
 CANDIDATES = ("coulomb-viscous-scale", "stribeck6")
@@ -58,6 +61,15 @@ LEAD_LAW = "coulomb-viscous-lead"
 #: fraction (the score includes the effort noise, so a friction improvement shows as a small fraction:
 #: 0.3-0.9 % per fold on the 20 s Z1/Panda Stribeck logs at σ = 0.01, |gain| < 0.1 % for the other truths)
 MARGIN = 0.002
+#: velocities [rad/s] the regression must resolve to see a Stribeck peak: `Stribeck6`'s prior peak width
+#: 1/G1 = 0.01 rad/s. When the noise std of the regression's filtered velocities (median measured joint,
+#: `FrictionSelection.velocity_noise`) exceeds it, the friction basis is evaluated at velocities blurred
+#: beyond the features the laws differ by and the CV score cannot tell them apart (20 s / 1 kHz arm logs at
+#: σ_v = 0.1 rad/s: 0.021 rad/s, stribeck6 "gains" −0.006 … −0.015 % on the Stribeck truth and on the
+#: others alike; at σ_v = 0.01: 0.0021 rad/s, +0.37 / +0.70 % on the Stribeck truth only). Then
+#: ``stribeck6`` — which nests the tanh law (g0 → 0) — is chosen unless the CV finds it worse by `MARGIN`
+#: (docs/friction-selection.md, *Blurred velocities*)
+BLIND_VELOCITY = 1.0 / Stribeck6.G1_PRIOR
 #: tanh widths vs [rad/s] tried per joint (Coulomb sharpness; for stribeck6 g1 = g4 = 1/vs)
 VS_GRID = (0.002, 0.005, 0.01, 0.02, 0.05, 0.1)
 #: Stribeck decay velocities v_st [rad/s] tried per joint (g2 = 1/v_st), only with v_st > 2 vs
@@ -106,6 +118,10 @@ class FrictionSelection:
     seconds: float = 0.0
     cpu_seconds: float = 0.0
     reason: str = ""
+    #: joint -> noise std [rad/s] of the regression's filtered velocities (`_Regression.v_noise`)
+    velocity_noise: dict = field(default_factory=dict)
+    #: the median joint's velocity noise exceeds `BLIND_VELOCITY`: the CV cannot see a Stribeck peak
+    blurred: bool = False
     #: law -> (inertial (nb, 10), armature (nj,)) of the regression on every row
     _base: dict = field(default_factory=dict, repr=False)
 
@@ -119,6 +135,8 @@ class FrictionSelection:
                 "sg_polyorder": self.polyorder, "rows": self.rows,
                 "shapes": {k: {j: [float(x) for x in s] for j, s in v.items()}
                            for k, v in self.shapes.items()},
+                "velocity_noise": {j: float(x) for j, x in self.velocity_noise.items()},
+                "blurred_velocities": self.blurred, "blind_velocity": BLIND_VELOCITY,
                 "seconds": self.seconds, "cpu_seconds": self.cpu_seconds, "reason": self.reason}
 
 
@@ -145,9 +163,13 @@ class _Regression:
             wv = max(int(round(V_WINDOW_S / prep.dt)) // 2 * 2 + 1, polyorder + 2 | 1)
             vf = _sg(v_log, min(wv, window), polyorder, 0, prep.dt)[rows]
             af = _sg(v_log, window, polyorder, 1, prep.dt)[rows]
+            v_gain = np.linalg.norm(savgol_coeffs(min(wv, window), polyorder))
+            v_sigma = highfreq_noise_std(v_log)
         else:
             vf = _sg(prep.q, window, polyorder, 1, prep.dt)[rows]
             af = _sg(prep.q, window, polyorder, 2, prep.dt)[rows]
+            v_gain = np.linalg.norm(savgol_coeffs(window, polyorder, deriv=1, delta=prep.dt))
+            v_sigma = highfreq_noise_std(prep.q)
         tauf = _sg(prep.tau, window, polyorder, 0, prep.dt)[rows]
         meas = prep.meas
         nb10, nj = 10 * robot.n_bodies, robot.n_joints
@@ -160,6 +182,9 @@ class _Regression:
         b = ((tauf if filtered else prep.tau[rows]).T, prep.tau[rows].T)
         ok = prep.tau_valid[rows].T
         self.meas, self.nbase, self.m = meas, base_cols.size, meas.size
+        #: noise std [rad/s] of the velocities the friction basis is evaluated at, per measured joint: the
+        #: signal's high-frequency noise std times the white-noise gain of its SG filter
+        self.v_noise = np.nan_to_num(v_gain * v_sigma, nan=0.0)[meas]
         nominal = nominal_parameters(robot)
         self.x0 = nominal[base_cols]
         self.scale = np.sqrt(np.mean(prep.tau[lo:hi] ** 2, axis=0))
@@ -277,6 +302,32 @@ def _fit_law(reg: _Regression, law: str, sweeps: int = 2):
     return best, folds, shapes, blocks
 
 
+def decide(fold_scores: dict, candidates, margin: float, velocity_noise: float) -> tuple[str, str]:
+    """(chosen law, reason) from the per-fold CV scores of the simplest and the most complex candidate.
+
+    Sharp velocities (``velocity_noise`` ≤ `BLIND_VELOCITY` [rad/s]): the complex law only when it lowers
+    the score in every fold and on average by at least ``margin``. Blurred velocities: the complex law
+    (which nests the simple one) unless it raises the average score by more than ``margin``."""
+    simple, complex_ = candidates[0], candidates[-1]
+    if len(candidates) < 2:
+        return simple, f"only {simple} scored"
+    gains = 1 - np.asarray(fold_scores[complex_]) / np.asarray(fold_scores[simple])
+    scored = (f"{complex_} lowers the blocked-CV score by {100 * gains.mean():+.3f} % on average "
+              f"(folds {100 * gains.min():+.3f} … {100 * gains.max():+.3f} %) against {simple}")
+    if velocity_noise > BLIND_VELOCITY:  # the CV cannot see the difference: the nesting law unless worse
+        pays = bool(gains.mean() >= -margin)
+        reason = (f"the regression's velocities are blurred (noise std {velocity_noise:.3g} rad/s after its "
+                  f"filter, median joint, > {BLIND_VELOCITY:g} rad/s: the Stribeck prior's peak width), so "
+                  f"its CV cannot see a Stribeck peak; {scored}: "
+                  + (f"{complex_}, which nests {simple}" if pays else f"{simple}")
+                  + f" (rule: {complex_} unless the CV finds it worse by more than {100 * margin:g} %)")
+    else:
+        pays = bool(gains.mean() >= margin and gains.min() > 0)
+        reason = (f"{scored}: " + ("pays" if pays else "does not pay")
+                  + f" (rule: mean >= {100 * margin:g} % and every fold lower)")
+    return (complex_ if pays else simple), reason
+
+
 def select_friction(robot: RobotModel, log: Log, window_s: float, polyorder: int, folds: int = 5,
                     margin: float = MARGIN, max_rows: int = 8000, candidates=CANDIDATES,
                     max_window_s: float | None = None, filtered: bool = False) -> FrictionSelection:
@@ -302,20 +353,15 @@ def select_friction(robot: RobotModel, log: Log, window_s: float, polyorder: int
         shapes[law] = dict(zip(names, sh, strict=True))
         levels[law] = dict(zip(names, xf, strict=True))
         base[law] = (xb[:nb10].reshape(robot.n_bodies, 10), xb[nb10:])
-    simple, complex_ = candidates[0], candidates[-1]
-    chosen, reason = simple, f"only {simple} scored"
-    if len(candidates) > 1:
-        gains = 1 - np.asarray(fold_scores[complex_]) / np.asarray(fold_scores[simple])
-        pays = bool(gains.mean() >= margin and gains.min() > 0)
-        chosen = complex_ if pays else simple
-        reason = (f"{complex_} lowers the blocked-CV score by {100 * gains.mean():+.3f} % on average "
-                  f"(folds {100 * gains.min():+.3f} … {100 * gains.max():+.3f} %) against {simple}: "
-                  + ("pays" if pays else "does not pay")
-                  + f" (rule: mean >= {100 * margin:g} % and every fold lower)")
+    v_noise = float(np.median(reg.v_noise)) if reg.v_noise.size else 0.0
+    blurred = v_noise > BLIND_VELOCITY
+    chosen, reason = decide(fold_scores, candidates, margin, v_noise)
     sel = FrictionSelection(chosen, scores, fold_scores, shapes, levels, margin, int(folds),
                             float(window * dt), int(polyorder), reg.n_rows, time.perf_counter() - t0,
                             time.process_time() - c0, reason)
     sel._base = base
+    sel.velocity_noise = dict(zip(names, (float(x) for x in reg.v_noise), strict=True))
+    sel.blurred = bool(blurred)
     return sel
 
 
