@@ -3,7 +3,9 @@
 `JointSmoother(friction="auto")` (`fg-sysid identify --friction auto`) fits each candidate law
 (`CANDIDATES`: ``coulomb-viscous-scale`` and ``stribeck6``, `fg_sysid.parameterizations`) by a fast
 classical regression on the Savitzky–Golay (SG) states of the training log and keeps the more complex
-law only when its blocked cross-validation score is lower by at least `MARGIN` (relative). Only the
+law only when its blocked cross-validation score is lower by at least `MARGIN` (relative) — or, where the
+regression's velocities are too noisy to resolve a Stribeck peak (`BLIND_VELOCITY`, session 14), unless it
+is worse by that margin (`decide`). Only the
 training log is used; the smoother then fits the chosen law (with the full state trajectory) — for the
 Coulomb–viscous family its lead form `LEAD_LAW` (``fc·tanh((v + T a)/vs) + fv·v``, one lead T, prior 0),
 since whether the friction flips ahead of the velocity shows only in the smoother's joint states
