@@ -85,6 +85,7 @@ def test_identify_writes_outputs(identified):
     assert robot_from_model(spec).joint_names == ("joint1", "joint2")
     report = (out / "report.md").read_text()
     assert "convergence.png" in report and "training_efforts.png" in report and "link1.m" in report
+    assert f"friction law: {s['friction_model']} (`--friction auto`: " in report  # which law and why
 
 
 def test_identify_ls_sg(data):

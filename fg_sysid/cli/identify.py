@@ -123,8 +123,9 @@ def _positive(name, val, allow_none=True):
 @click.option("--friction", type=click.Choice(FRICTIONS), default=None,
               help="Friction model. Default: auto for the smoother on fixed-base robots = coulomb-viscous-"
                    "lead (fc·tanh((v + T·a)/vs) + fv·v: vs and the lead T [s] estimated per joint, T prior "
-                   "0) or stribeck6, chosen by blocked cross-validation on the training log "
-                   "(summary.json friction_selection says which and why; docs/friction-selection.md; "
+                   "0) or stribeck6, chosen by blocked cross-validation on the training log; stribeck6 "
+                   "also where the log's velocities are too noisy for that regression to see a Stribeck "
+                   "peak (summary.json friction_selection says which and why; docs/friction-selection.md; "
                    "closed loops, --energy and prior-only logs: coulomb-viscous-scale = the same at T = 0); "
                    "soft-dry = fc·clip((v + T·a)/vs, ±1) + fv·v, MuJoCo's frictionloss constraint exactly; "
                    "coulomb-viscous (vs fixed) for floating bases and the baselines.")

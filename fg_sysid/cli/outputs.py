@@ -215,6 +215,9 @@ def _fixed_part(out_dir, result, sg_filter, robot, log, method, options) -> _Par
                       f"{summary['seconds']:.3g} s ({summary['seconds_per_iteration'] or 0:.3g} s/iteration)"
                       if summary["final_cost"] is not None else
                       f"- {summary['knots']} knots, no accepted iteration, converged: {summary['converged']}")
+        sel = summary.get("friction_selection")
+        header.append(f"- friction law: {summary.get('friction_model')}"
+                      + (f" (`--friction auto`: {sel['reason']})" if sel else ""))
     else:
         f = summary["filter"]
         header.append(f"- SG filter chosen by blocked CV: {f.get('window_s', 0) * 1e3:.3g} ms, order "
