@@ -336,7 +336,8 @@ def select_friction(robot: RobotModel, log: Log, window_s: float, polyorder: int
     """Choose the friction law of ``robot`` on the training ``log`` by blocked CV (module docstring).
 
     ``window_s`` [s] / ``polyorder``: the SG filter (e.g. `LeastSquaresSG`'s CV choice on this log).
-    ``candidates``: laws to score (first = the default, chosen unless the last beats it by ``margin``).
+    ``candidates``: laws to score, simplest first; the choice between the first and the last is `decide`'s
+    (the last by ``margin`` where the velocities are sharp, the last unless worse where they are blurred).
     Raises ValueError when the log is too short for the CV.
     """
     t0, c0 = time.perf_counter(), time.process_time()
