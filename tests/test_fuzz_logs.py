@@ -45,12 +45,13 @@ def _corrupt(df: pd.DataFrame, op: str, col: int, row: int, scale: float) -> pd.
         return df.drop(columns=[c])
     if op == "rename":
         return df.rename(columns={c: c[::-1] if len(c) > 1 else c + "x"})
-    if op == "nan":
-        df[c] = df[c].astype(float)
-        df.loc[r, c] = np.nan
-    elif op == "inf":
-        df[c] = df[c].astype(float)
-        df.loc[r, c] = np.inf * (1 if scale > 0 else -1)
+    if op in ("nan", "inf"):
+        val = np.nan if op == "nan" else np.inf * (1 if scale > 0 else -1)
+        if pd.api.types.is_numeric_dtype(df[c]):
+            df[c] = df[c].astype(float)
+            df.loc[r, c] = val
+        else:  # a text column from an earlier "string" corruption: the value as text
+            df.loc[r, c] = str(val)
     elif op in ("shuffle_t", "repeat_t") and "t" not in df.columns:  # a previous corruption dropped it
         return df
     elif op == "shuffle_t":
@@ -60,7 +61,7 @@ def _corrupt(df: pd.DataFrame, op: str, col: int, row: int, scale: float) -> pd.
     elif op == "string":
         df[c] = df[c].astype(str)  # a text column (Parquet needs one type per column)
         df.loc[r, c] = "abc"
-    elif op in ("tiny", "huge"):
+    elif op in ("tiny", "huge") and pd.api.types.is_numeric_dtype(df[c]):  # (a text column stays text)
         df[c] = df[c].astype(float) * (1e-12 if op == "tiny" else 1e12) * np.sign(scale or 1)
     elif op == "wrong_joint":
         return df.rename(columns={x: x.replace("joint", "jiont") for x in df.columns if x.endswith(c[-1])})

@@ -202,10 +202,14 @@ def test_two_threads_report_the_unobservable_knot(monkeypatch):
         StructuredSolver(threads=2).solve(g)
 
 
-def test_threads_resolution():
+def test_threads_resolution(monkeypatch):
     """n_jobs: None / −1 = up to 2 cores (1 within `default_threads(1)`, as a study's runs), 1 and 2 as
     given, anything else refused."""
     import os
+
+    from fg_sysid.estimation import linear_solver
+
+    monkeypatch.setattr(linear_solver, "_DEFAULT_THREADS", None)  # as outside the tests' conftest setting
 
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     assert resolve_threads(None) == resolve_threads(-1) == min(2, cores)
