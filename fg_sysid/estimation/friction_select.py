@@ -122,10 +122,18 @@ class FrictionSelection:
     reason: str = ""
     #: joint -> noise std [rad/s] of the regression's filtered velocities (`_Regression.v_noise`)
     velocity_noise: dict = field(default_factory=dict)
-    #: the median joint's velocity noise exceeds `BLIND_VELOCITY`: the CV cannot see a Stribeck peak
-    blurred: bool = False
     #: law -> (inertial (nb, 10), armature (nj,)) of the regression on every row
     _base: dict = field(default_factory=dict, repr=False)
+
+    @property
+    def median_velocity_noise(self) -> float:
+        """The median measured joint's `velocity_noise` [rad/s] (0 without joints)."""
+        return float(np.median(list(self.velocity_noise.values()))) if self.velocity_noise else 0.0
+
+    @property
+    def blurred(self) -> bool:
+        """The median joint's velocity noise exceeds `BLIND_VELOCITY`: the CV cannot see a Stribeck peak."""
+        return self.median_velocity_noise > BLIND_VELOCITY
 
     def as_dict(self) -> dict:
         return {"chosen": self.chosen, "candidates": list(self.scores),
@@ -356,15 +364,12 @@ def select_friction(robot: RobotModel, log: Log, window_s: float, polyorder: int
         shapes[law] = dict(zip(names, sh, strict=True))
         levels[law] = dict(zip(names, xf, strict=True))
         base[law] = (xb[:nb10].reshape(robot.n_bodies, 10), xb[nb10:])
-    v_noise = float(np.median(reg.v_noise)) if reg.v_noise.size else 0.0
-    blurred = v_noise > BLIND_VELOCITY
-    chosen, reason = decide(fold_scores, candidates, margin, v_noise)
-    sel = FrictionSelection(chosen, scores, fold_scores, shapes, levels, margin, int(folds),
-                            float(window * dt), int(polyorder), reg.n_rows, time.perf_counter() - t0,
-                            time.process_time() - c0, reason)
+    sel = FrictionSelection(CANDIDATES[0], scores, fold_scores, shapes, levels, margin, int(folds),
+                            float(window * dt), int(polyorder), reg.n_rows,
+                            velocity_noise=dict(zip(names, (float(x) for x in reg.v_noise), strict=True)))
+    sel.chosen, sel.reason = decide(fold_scores, candidates, margin, sel.median_velocity_noise)
+    sel.seconds, sel.cpu_seconds = time.perf_counter() - t0, time.process_time() - c0
     sel._base = base
-    sel.velocity_noise = dict(zip(names, (float(x) for x in reg.v_noise), strict=True))
-    sel.blurred = bool(blurred)
     return sel
 
 
